@@ -486,6 +486,20 @@ static const struct schema_field algo_fields[] = {
 		  "(NCCL_MAX_NVLS_ARITY 32), at least 2: the tuner's busBw "
 		  "is heads x bwIntra x 2 (heads-1)/heads, none with one; 0 = "
 		  "one per rank" },
+	{ .key = "head_busbw_2nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_2NODES * sizeof(double),
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14,
+	  .flags = SF_ZERO_OFF,
+	  .help = "nvls_tree across 2 nodes: bus bandwidth one NVLS head (one "
+		  "NIC's GPU a node) sustains; the all-reduce's bus bandwidth "
+		  "is at most heads x this, in the run and the library's choice "
+		  "(NCCL perChMaxNVLSTreeBws, tuning.cc from v2.28.3-1); "
+		  "0 = none" },
+	{ .key = "head_busbw_4nodes", .type = ST_BANDWIDTH,
+	  .offset = AOFF(head_busbw_Bps) + SCALE_4NODES * sizeof(double),
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14,
+	  .flags = SF_ZERO_OFF,
+	  .help = "nvls_tree across more than 2 nodes: the same" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
 	  .help = "how it cuts a collective into loops of chunks, per protocol" },
@@ -909,6 +923,18 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 				   "'select_speeds' and 'select_heads_max' "
 				   "under 'algorithms.nvls' only (its graph "
 				   "search), got them under %s",
+				   coll_algo_names[a]);
+		return -1;
+	}
+	if (a != ALGO_NVLS_TREE && (as->head_busbw_Bps[SCALE_2NODES] > 0 ||
+				    as->head_busbw_Bps[SCALE_4NODES] > 0)) {
+		akey(k[0], a, NULL, -1, "head_busbw_2nodes");
+		akey(k[1], a, NULL, -1, "head_busbw_4nodes");
+		schema_check_error(d, at, keys[schema_check_blame(at, keys, 2)],
+				   "expected 'head_busbw_2nodes' and "
+				   "'head_busbw_4nodes' under "
+				   "'algorithms.nvls_tree' only (NCCL's per-head "
+				   "NVLSTree bandwidth), got them under %s",
 				   coll_algo_names[a]);
 		return -1;
 	}

@@ -171,6 +171,10 @@ struct coll_algo_spec {
 						 * smXXSpeedArrayIntra) */
 	int64_t select_heads_max;		/* NVLS: most heads (channels) of its graph
 						 * (NCCL_MAX_NVLS_ARITY); 0 = the ranks */
+	double head_busbw_Bps[SCALE_COUNT];	/* NVLSTree: B/s of bus bandwidth one NVLS
+						 * head sustains, by scale (NCCL
+						 * perChMaxNVLSTreeBws); the collective's
+						 * is at most heads x this; 0 = none */
 };
 
 struct coll_proto_spec {

@@ -223,10 +223,54 @@ static uint32_t nvls_head(const struct algo_ctx *x, uint32_t k,
 	return mem[h % mk];
 }
 
+/* The loops of fill of NVLSTree's pipeline: a loop's chunks pass its
+ * stages one after another, each at its own resource's time for a loop's
+ * bytes (per byte of the loop, L = 1): the scatter and gather warps move
+ * L over a GPU's switch link (1 / (eff U)), each NVLS reduce or multicast
+ * L / m, each network hop L / nh over a head's NIC (a level's traffic:
+ * a parent takes its two children's halves, L / (2 nh) each, on the way
+ * up and sends them down). A child head's chunk takes scatter,
+ * D / 2 + 1 reduces up (its own, the interior heads', the root's reduce
+ * and multicast), D network hops, D / 2 multicasts down and gather
+ * (NVIDIA/nccl v2.26.2-1 all_reduce.h NVLS_TREE: separate scatter,
+ * reduce, broadcast and gather warps, the tree's sends through the net
+ * proxy): 2 + (D + 1) / m switch-link loops and D NIC ones. The steady
+ * loop takes the slowest of the switch links (1 + 1/m) / (eff U), the
+ * NIC (both trees: 1 / (nh E) on 2 nodes, an interior node's 2 / (nh E))
+ * and the per-head cap bus / (nh hb); the first loop ends after the
+ * sum, so the fill is sum / slowest - 1 loops. Without a switch link or
+ * NIC in the topology: the spec's stages - 1 + D. */
+static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
+			     uint32_t rail, double D, double hb)
+{
+	const struct topo *t = x->t;
+	double eff = t->nvls_efficiency, m = x->g.ppn_max, U, E, big, net;
+	double slow, bus, F;
+	uint32_t g = group_gpu(&x->g, 0), nic;
+	int64_t st = x->as->pipe[x->proto].stages;
+
+	if (!t->gpu_up || !t->nic_up || t->gpus_per_node == 0)
+		return (st > 1 ? (double)(st - 1) : 0) + D;
+	nic = g / t->gpus_per_node * t->nics_per_node + rail;
+	U = t->links[t->gpu_up[g]].cap_Bps;
+	E = t->links[t->nic_up[nic]].cap_Bps;
+	if (!(U > 0) || !(E > 0) || !(eff > 0))
+		return (st > 1 ? (double)(st - 1) : 0) + D;
+	big = 1 / (eff * U);
+	net = 1 / (nh * E);
+	slow = fmax(big * (1 + 1 / m), (x->g.nnodes > 2 ? 2 : 1) * net);
+	bus = algo_busbw_factor(x->c->op, x->g.p);
+	if (hb > 0)
+		slow = fmax(slow, bus / (nh * hb));
+	F = (2 * big + (D + 1) * big / m + D * net) / slow - 1;
+	return F > 0 ? F : 0;
+}
+
 int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 {
 	uint32_t N = x->g.nnodes, m = x->g.ppn_max, i, h, k, t, nh;
-	double eff = x->t->nvls_efficiency, n = x->c->bytes, D;
+	double eff = x->t->nvls_efficiency, n = x->c->bytes, D, hb, F;
+	int64_t st, hmax;
 	uint32_t *rails;
 	struct route r;
 
@@ -249,13 +293,32 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 		x->why = "needs a NIC in every node";
 		return 1;
 	}
+	/* The NVLS graph has at most NCCL_MAX_NVLS_ARITY heads (search.cc
+	 * ncclTopoCompute: maxChannels = min(arity, GPUs); NVLSTree uses the
+	 * same graph): the first of the rails, as its search takes them. */
+	hmax = x->lib->algo[ALGO_NVLS].select_heads_max;
+	if (hmax > 0 && (int64_t)nh > hmax)
+		nh = (uint32_t)hmax;
 	D = 2.0 * algo_floor_log2(N);
+	/* NCCL's per-head bus bandwidth (perChMaxNVLSTreeBws): the
+	 * collective's bus bandwidth is at most nh x that, the tuner's
+	 * busBw = nHeads x min(intra, inter, perChMax) (tuning.cc, v2.28.3-1
+	 * on); a floor on every flow's time, as max_busbw's. */
+	hb = x->as->head_busbw_Bps[algo_scale(N)];
+	if (hb > 0) {
+		double tb = algo_busbw_factor(x->c->op, x->g.p) * n / (nh * hb);
+
+		if (tb > x->t_min_s)
+			x->t_min_s = tb;
+	}
 	algo_phase(x, p);
 	/* A channel's loop is one chunk per head (all_reduce.h loopCount
-	 * nvls->nHeads x chunkCount); a chunk climbs the tree's levels and
-	 * comes down again beyond the kernel's stages: D more loops to
-	 * fill. */
-	algo_pipe(x, (struct pipe_shape){ nh, 1, 1, D }, 1);
+	 * nvls->nHeads x chunkCount); its fill is the stages' own times
+	 * (nvls_tree_fill), in place of pipe.c's stages - 1. */
+	F = nvls_tree_fill(x, nh, rails[0], D, hb);
+	st = x->as->pipe[x->proto].stages;
+	algo_pipe(x, (struct pipe_shape){ nh, 1, 1,
+		  F - (st > 1 ? (double)(st - 1) : 0) }, 1);
 	if (N >= 4)
 		x->pipe.max_chunk_B = x->as->pipe[x->proto].chunk_4nodes_B;
 	for (i = 0; i < x->g.p; i++) {

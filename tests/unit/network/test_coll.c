@@ -13,6 +13,9 @@
 #include "network/algo.h"
 #include "network/net.h"
 
+#define KiB 1024.0
+#define MiB 1048576.0
+
 Test(net_coll, ring_allreduce_is_bandwidth_plus_steps)
 {
 	struct fx f;
@@ -340,6 +343,12 @@ Test(net_coll, nvls_tree_node_switch_and_nic_tree)
 	f.out_link.lane_rate_Bps = 25e9;
 	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 200e9, 1e-6);
 	cr_assert_str_eq(coll_timed(&f.sys, &r2).algorithm, "nvls_tree");
+	/* NCCL's NVLS graph has at most NCCL_MAX_NVLS_ARITY heads (the
+	 * nvls select_heads_max): with 4, heads 0-3 own n/4 each, n/4 on
+	 * each of their NICs at 25 GB/s = GiB / 100 GB/s */
+	f.lib.algo[ALGO_NVLS].select_heads_max = 4;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 100e9, 1e-6);
+	f.lib.algo[ALGO_NVLS].select_heads_max = 0;
 	/* 50 GB/s NICs: n/8 at 50 GB/s = GiB / 400 GB/s, as the switch */
 	f.out_link.lane_rate_Bps = 50e9;
 	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 400e9, 1e-6);
@@ -353,6 +362,81 @@ Test(net_coll, nvls_tree_node_switch_and_nic_tree)
 	fx_switch(&f, 2);
 	cr_assert_eq(coll_try_time(&f.sys, &r1, &out), -1);
 	cr_assert_eq(coll_try_time(&f.sys, &ag, &out), -1);
+}
+
+Test(net_coll, nvls_tree_head_busbw_caps_the_bus)
+{
+	struct fx f;
+	struct run r2 = { COLL_ALLREDUCE, GiB, NULL, 16, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct run r4 = { COLL_ALLREDUCE, GiB, NULL, 32, ALGO_NVLS_TREE, 1,
+			  NULL };
+	struct coll_algo_spec *nt;
+
+	/* As above, 2 nodes with 50 GB/s NICs run at GiB / 400 GB/s. NCCL's
+	 * perChMaxNVLSTreeBws bounds the bus bandwidth at 8 heads x 20 GB/s
+	 * = 160 GB/s: 2 (p-1)/p n = 1.875 GiB over 160 GB/s (11.8 ms,
+	 * above the links' 2.7 ms). */
+	fx_switch(&f, 2);
+	f.out_link.lane_rate_Bps = 50e9;
+	nt = &f.lib.algo[ALGO_NVLS_TREE];
+	nt->head_busbw_Bps[SCALE_2NODES] = 20e9;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, 1.875 * GiB / 160e9, 1e-6);
+	/* a cap above the links' bus bandwidth (1.875 x 400 = 750 GB/s,
+	 * 8 x 100 = 800) leaves the links' time */
+	nt->head_busbw_Bps[SCALE_2NODES] = 100e9;
+	EQ_REL(coll_timed(&f.sys, &r2).time_s, GiB / 400e9, 1e-6);
+	/* 4 nodes take the "more than 2 nodes" entry: 2 (31/32) n =
+	 * 1.9375 GiB over 8 x 10 GB/s; the 2-node entry does not apply */
+	fx_switch(&f, 4);
+	nt = &f.lib.algo[ALGO_NVLS_TREE];
+	nt->head_busbw_Bps[SCALE_2NODES] = 1e9;
+	nt->head_busbw_Bps[SCALE_4NODES] = 10e9;
+	EQ_REL(coll_timed(&f.sys, &r4).time_s, 1.9375 * GiB / 80e9, 1e-6);
+}
+
+Test(net_coll, nvls_tree_fill_is_the_stages_own_times)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, 16 * MiB, NULL, 16, ALGO_NVLS_TREE,
+			 1, NULL };
+	struct coll_pipe_spec *ps;
+	double loop, F;
+
+	/* 2 nodes of 8, switch links U = 450 GB/s (efficiency 1), NICs
+	 * E = 50 GB/s, 8 heads; 16 channels x 8 heads x 128 KiB chunks:
+	 * a loop L = 16 MiB. Steady, a loop takes the slowest of the switch
+	 * link (1 + 1/8) L / U = L / 400 GB/s and the NIC L / (8 E) =
+	 * L / 400 GB/s. The first loop passes scatter and gather (L / U
+	 * each), 3 NVLS reduces / multicasts (L / (8 U) each: the child's
+	 * reduce, the root's, the child's multicast) and 2 network hops
+	 * (L / (8 E) each) one after another:
+	 *   F = (2 x 400/450 + 3 x 400/3600 + 2) - 1 = 28/9 = 3.111 loops
+	 * of fill (the spec's stages - 1 = 3 does not apply). */
+	fx_switch(&f, 2);
+	f.out_link.lane_rate_Bps = 50e9;
+	ps = &f.lib.algo[ALGO_NVLS_TREE].pipe[PROTO_SIMPLE];
+	ps->chunk_B = 128 * KiB;
+	ps->channels = 16;
+	ps->slices = 1;
+	ps->stages = 4;
+	loop = 16 * MiB / 400e9;
+	F = 28.0 / 9;
+	/* one loop: (1 + F) loops' time */
+	EQ_REL(coll_timed(&f.sys, &r).time_s, (1 + F) * loop, 1e-6);
+	/* four loops: (4 + F) */
+	r.bytes = 64 * MiB;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, (4 + F) * loop, 1e-6);
+	/* a per-head cap of 8 x 40 = 320 GB/s bus (algbw 320 / 1.875 =
+	 * 170.7 GB/s) makes the steady loop 1.875 L / 320 GB/s and the
+	 * same stages a smaller part of it:
+	 *   F = (2/450 + 3/3600 + 2/400) / (1.875/320) - 1
+	 *     = 0.0102778 / 0.00585938 - 1 = 0.75407 */
+	f.lib.algo[ALGO_NVLS_TREE].head_busbw_Bps[SCALE_2NODES] = 40e9;
+	loop = 1.875 * 16 * MiB / 320e9;
+	F = (2 / 450e9 + 3 / 3600e9 + 2 / 400e9) / (1.875 / 320e9) - 1;
+	cr_assert_float_eq(F, 0.75407, 1e-4);
+	EQ_REL(coll_timed(&f.sys, &r).time_s, (4 + F) * loop, 1e-6);
 }
 
 Test(net_coll, overrides_per_system_and_per_call)

@@ -271,7 +271,8 @@ Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
 	cr_assert_float_eq(pp.chunks, 128, 0);
 	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 16 x 128 x
 	 * 128 KiB = 256 MiB up, 64 KiB down to 1 x 128 x 64 KiB = 8 MiB,
-	 * 32 KiB below; 4 stages + 2 hops of fill. */
+	 * 32 KiB below; pipe_init's fill: stages - 1 + the shape's 2 (the
+	 * algorithm passes its own, algo.c nvls_tree_fill). */
 	cr_assert_float_eq(pipe_chunk_B(&pp, 268435456.0), 131072, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 8388608.0), 65536, 0);
@@ -293,6 +294,49 @@ Test(net_presets, chunk_4nodes_refuses_bad_values)
 	int errors;
 
 	for (i = 0; i < 3; i++) {
+		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
+		cr_assert_geq(errors, 1);
+	}
+}
+
+Test(net_presets, nccl_nvls_tree_head_busbw_is_hoppers)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct coll_algo_spec *nt;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	nt = &lib->algo[ALGO_NVLS_TREE];
+	/* perChMaxNVLSTreeBws, Hopper row {0, 57.7, 45.5} (NVIDIA/nccl
+	 * v2.28.3-1 tuning.cc): 8 heads x 57.7 = 461.6 GB/s bus on 2 nodes
+	 * of 8 H100 (nccl-tests #309 reads 466-469 at 4-16 GiB), 364 on 4 */
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_1NODE], 0, 0);
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_2NODES], 57.7e9, 1);
+	cr_assert_float_eq(nt->head_busbw_Bps[SCALE_4NODES], 45.5e9, 1);
+	/* no other algorithm carries it */
+	cr_assert_float_eq(lib->algo[ALGO_NVLS].head_busbw_Bps[SCALE_2NODES],
+			   0, 0);
+	arena_release(&a);
+}
+
+Test(net_presets, head_busbw_refuses_bad_values)
+{
+	static const char *const bad[] = {
+		"algorithms.nvls_tree.head_busbw_2nodes=-1GB/s",
+		"algorithms.nvls_tree.head_busbw_4nodes=nan",
+		"algorithms.nvls_tree.head_busbw_2nodes=[1,2]",
+		"algorithms.nvls_tree.head_busbw_4nodes=fast",
+		/* read by nvls_tree only: elsewhere it would do nothing */
+		"algorithms.ring.head_busbw_2nodes=50GB/s",
+		"algorithms.nvls.head_busbw_4nodes=50GB/s",
+		/* a rate is 0 (none) or >= 1 GB/s (RATE_FLOOR_Bps) */
+		"algorithms.nvls_tree.head_busbw_2nodes=1MB/s",
+	};
+	size_t i;
+	int errors;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
 		cr_assert_geq(errors, 1);
 	}
