@@ -563,8 +563,8 @@ static void held_stages(struct est_cand *c, double *f, double *b)
 	memset(c->fsdp_xf, 0, sizeof(keep[2]));
 	memcpy(c->fsdp_xb, c->fsdp_hxb, sizeof(keep[3]));
 	for (s = 0; s < c->S; s++) {
-		f[s] = est_stage_f(c, s);
-		b[s] = est_stage_b(c, s);
+		f[s] = est_stage_f_of(c, s);
+		b[s] = est_stage_b_of(c, s);
 	}
 	memcpy(c->fsdp_f, keep[0], sizeof(keep[0]));
 	memcpy(c->fsdp_b, keep[1], sizeof(keep[1]));
@@ -628,9 +628,13 @@ static int pipeline(struct est *e, struct est_cand *c,
 	held = t + 6 * S;	/* f_held, b_held */
 	out = t + 8 * S;	/* runs A, B, C: rank ends, then chunk ends */
 	for (s = 0; s < S; s++) {
-		t[s] = est_stage_f(c, s);
-		t[S + s] = est_stage_b(c, s);
+		t[s] = est_stage_f_of(c, s);
+		t[S + s] = est_stage_b_of(c, s);
 	}
+	/* the units are final: every later read of a stage's time (here,
+	 * est_dp.c, the tails, the tax, the parts) takes these */
+	c->sf = t;
+	c->sb = t + S;
 	est_fsdp_run_ends(c, f_run, b_run);
 	c->f_run = f_run;
 	c->b_run = b_run;

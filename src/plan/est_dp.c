@@ -325,7 +325,7 @@ void est_fsdp_run_ends(struct est_cand *c, double *f_run, double *b_run)
 	memcpy(keep, c->fsdp_f, sizeof(keep));
 	memcpy(c->fsdp_f, c->fsdp_gf, sizeof(keep));
 	for (s = 0; s < c->S; s++) {
-		f_run[s] = est_stage_f(c, s);
+		f_run[s] = est_stage_f_of(c, s);	/* not the kept f_s */
 		/* the stage's units' reduce-scatters one after another on
 		 * the data-parallel stream */
 		b_run[s] += (double)c->split[s] * c->fsdp_rs[EST_LAYER] +

@@ -213,6 +213,10 @@ struct est_cand {
 					 * (train.c t->defer; 0: none) */
 	double drain_s;			/* s, the drain after the last rank's
 					 * last backward */
+	const double *sf, *sb;		/* s, [s]: est_stage_f_of / _b_of of
+					 * every virtual stage, kept once the
+					 * units are final (est.c pipeline;
+					 * NULL: est_stage_f / _b compute) */
 	const double *rank_end;		/* s, rank r's last action ends */
 	const double *chunk_end;	/* s, [r v + c]: chunk c's last backward ends */
 };
@@ -224,10 +228,27 @@ struct est_cand {
  * first. */
 double est_unit_f(const struct est_cand *c, int u);
 double est_unit_b(const struct est_cand *c, int u);
-double est_stage_f(const struct est_cand *c, int64_t s);
-double est_stage_b(const struct est_cand *c, int64_t s);
+double est_stage_f_of(const struct est_cand *c, int64_t s);
+double est_stage_b_of(const struct est_cand *c, int64_t s);
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u);
 double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u);
+
+/* Virtual stage s's forward / backward per microbatch: est_stage_f_of /
+ * _b_of as kept (c->sf, c->sb), else computed. A stage's time is read
+ * ~100 times an estimate (the recurrence's durations, the data-parallel
+ * stretch and tails, the synchronization tax, the parts), each a walk
+ * over its units' blocks; the code that swaps a candidate's units to
+ * time them otherwise (held chunks, no_sync's gathering forward) calls
+ * the _of ones. */
+static inline double est_stage_f(const struct est_cand *c, int64_t s)
+{
+	return c->sf ? c->sf[s] : est_stage_f_of(c, s);
+}
+
+static inline double est_stage_b(const struct est_cand *c, int64_t s)
+{
+	return c->sb ? c->sb[s] : est_stage_b_of(c, s);
+}
 
 /* The ranks evaluated one by one: 0, 1 and p-1 (entry i); whether entry
  * i is a rank of its own (p = 1 has only rank 0, p = 2 no middle one);

@@ -128,25 +128,38 @@ static double with_amax(const struct est_cand *c, const struct est_pass *a,
  * streams, forward (xf) or backward (xb): the dense layers', the
  * embedding's on the first stage, the head's on the last (those est_
  * unit_f/_b carry; MoE layers and hybrids' kinds carry none). */
-static double stage_coll(const struct est_cand *c, int64_t s,
-			 const double *x)
+static inline double stage_coll(const struct est_cand *c, int64_t s,
+				const double *x)
 {
-	double n = c->nkind ? (double)c->split[s] : nmoe(c, s);
+	double n;
 
 	if (c->j->training.zero_stage < 3)
 		return 0;
+	n = c->nkind ? (double)c->split[s] : nmoe(c, s);
 	return ((double)c->split[s] - n) * x[EST_LAYER] +
 	       (s == 0 ? x[EST_EMBED] : 0) + (s == c->S - 1 ? x[EST_HEAD] : 0);
 }
 
-double est_stage_f(const struct est_cand *c, int64_t s)
+/* fmax(a, b), bit for bit: a when a > b (fmax's answer then), else
+ * fmax itself (NaN, equal values and signed zeros as it takes them).
+ * The stage times are read ~100 times an estimate (the recurrence's
+ * durations, the data-parallel stretch and tails, the parts), and
+ * without -ffinite-math-only each fmax is a call into libm: with this
+ * the usual case (no ZeRO 3: the collectives' 0 below a positive
+ * stage) makes none. */
+static inline double max_of(double a, double b)
 {
-	return fmax(with_amax(c, &c->b->af,
-			      est_layers_f(c, s) +
-			      (s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
-			      (s == c->S - 1 ? head_f(c) : 0) + alone_f(c, s) +
-			      (s > 0 ? c->b->pg.lat_s : 0)),
-		    stage_coll(c, s, c->fsdp_xf));
+	return a > b ? a : fmax(a, b);
+}
+
+double est_stage_f_of(const struct est_cand *c, int64_t s)
+{
+	return max_of(with_amax(c, &c->b->af,
+				est_layers_f(c, s) +
+				(s == 0 ? est_unit_f(c, EST_EMBED) : 0) +
+				(s == c->S - 1 ? head_f(c) : 0) +
+				alone_f(c, s) + (s > 0 ? c->b->pg.lat_s : 0)),
+		      stage_coll(c, s, c->fsdp_xf));
 }
 
 /* ZeRO 3 outside no_sync: the compute stream waits at the end of every
@@ -168,16 +181,17 @@ static double backward_wait(const struct est_cand *c, int64_t s)
 	return s == c->S - 1 ? c->fsdp_wait[EST_HEAD] : 0;
 }
 
-double est_stage_b(const struct est_cand *c, int64_t s)
+double est_stage_b_of(const struct est_cand *c, int64_t s)
 {
 	double w = backward_wait(c, s);
 
-	return fmax(with_amax(c, &c->b->ab,
-			      est_layers_b(c, s) +
-			      (s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
-			      (s == c->S - 1 ? head_b(c) : 0) + alone_b(c, s) +
-			      (s < c->S - 1 ? c->b->pg.lat_s : 0)),
-		    stage_coll(c, s, c->fsdp_xb) - w) + w;
+	return max_of(with_amax(c, &c->b->ab,
+				est_layers_b(c, s) +
+				(s == 0 ? est_unit_b(c, EST_EMBED) : 0) +
+				(s == c->S - 1 ? head_b(c) : 0) +
+				alone_b(c, s) +
+				(s < c->S - 1 ? c->b->pg.lat_s : 0)),
+		      stage_coll(c, s, c->fsdp_xb) - w) + w;
 }
 
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u)

@@ -653,3 +653,81 @@ Test(est, fsdp_stage_takes_the_longer_sum)
 	j.training.zero_stage = 1;
 	cr_assert_float_eq(est_stage_f(&c, 1), 0, 1e-12);
 }
+
+/*
+ * A candidate's stage times are computed once its units are final and
+ * read back after (est_cand sf / sb, est.c pipeline); the code that
+ * swaps a candidate's units to time them otherwise computes them. Here
+ * fsdp_pp_no_sync's run ends (est_fsdp_run_ends): a run's first forward
+ * gathers, so its units take fsdp_gf, not the kept f_s. Made-up unit
+ * times (ms), ZeRO 3 under no_sync (units as blocks, no collectives on
+ * the streams, no wait), pp 2, 4 layers a stage, no amax, no transfers:
+ *
+ *   unit    f     b     gf  rs
+ *   layer   3     9     4   1
+ *   embed   0.01  0.02  2   3
+ *   head    7     14    9   2
+ *
+ * Kept: f_0 = 4 x 3 + 0.01 = 12.01, f_1 = 4 x 3 + 7 = 19, b_0 = 4 x 9 +
+ * 0.02 = 36.02, b_1 = 4 x 9 + 14 = 50. Run ends: f_run_0 = 4 x 4 + 2 =
+ * 18, f_run_1 = 4 x 4 + 9 = 25 (the kept 12.01 and 19 if the swap were
+ * not seen); b_run_0 = 36.02 + 4 x 1 + 3 = 43.02, b_run_1 = 50 + 4 x 1 +
+ * 2 = 56. After it the kept times are read again, and a kept value is
+ * what est_stage_f / _b return (0.5 / 0.25 ms put in its place), while
+ * est_stage_f_of / _b_of compute.
+ */
+Test(est, kept_stage_times_and_swapped_units_computed)
+{
+	static struct job_spec j;
+	struct est_blocks b;
+	struct est_cand c;
+	int64_t split[2] = { 4, 4 };
+	double t[4], f_run[2], b_run[2];
+	int64_t s;
+
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	j.training.zero_stage = 3;
+	c.j = &j;
+	c.b = &b;
+	c.split = split;
+	c.p = 2;
+	c.v = 1;
+	c.S = 2;
+	c.mtp_stage = 1;
+	c.no_sync = 1;
+	c.fsdp_f[EST_LAYER] = 3e-3;
+	c.fsdp_b[EST_LAYER] = 9e-3;
+	c.fsdp_gf[EST_LAYER] = 4e-3;
+	c.fsdp_rs[EST_LAYER] = 1e-3;
+	c.fsdp_f[EST_EMBED] = 0.01e-3;
+	c.fsdp_b[EST_EMBED] = 0.02e-3;
+	c.fsdp_gf[EST_EMBED] = 2e-3;
+	c.fsdp_rs[EST_EMBED] = 3e-3;
+	c.fsdp_f[EST_HEAD] = 7e-3;
+	c.fsdp_b[EST_HEAD] = 14e-3;
+	c.fsdp_gf[EST_HEAD] = 9e-3;
+	c.fsdp_rs[EST_HEAD] = 2e-3;
+	for (s = 0; s < 2; s++) {	/* as pipeline() keeps them */
+		t[s] = est_stage_f_of(&c, s);
+		t[2 + s] = est_stage_b_of(&c, s);
+	}
+	cr_assert_float_eq(t[0], 12.01e-3, 1e-12);
+	cr_assert_float_eq(t[1], 19e-3, 1e-12);
+	cr_assert_float_eq(t[2], 36.02e-3, 1e-12);
+	cr_assert_float_eq(t[3], 50e-3, 1e-12);
+	c.sf = t;
+	c.sb = t + 2;
+	est_fsdp_run_ends(&c, f_run, b_run);
+	cr_assert_float_eq(f_run[0], 18e-3, 1e-12);
+	cr_assert_float_eq(f_run[1], 25e-3, 1e-12);
+	cr_assert_float_eq(b_run[0], 43.02e-3, 1e-12);
+	cr_assert_float_eq(b_run[1], 56e-3, 1e-12);
+	cr_assert_float_eq(est_stage_f_of(&c, 0), 12.01e-3, 1e-12);
+	t[0] = 0.5e-3;
+	t[3] = 0.25e-3;
+	cr_assert_eq(est_stage_f(&c, 0), 0.5e-3);
+	cr_assert_eq(est_stage_b(&c, 1), 0.25e-3);
+	cr_assert_float_eq(est_stage_f_of(&c, 0), 12.01e-3, 1e-12);
+	cr_assert_float_eq(est_stage_b_of(&c, 1), 50e-3, 1e-12);
+}
