@@ -135,6 +135,12 @@ coll_bad "engine_kernel_max_B as a list" 5:22 'engine_kernel_max_B: [1]'
 coll_bad "nodes 0" 5:8 'nodes: 0'
 coll_bad "algorithm rign" 5:12 'algorithm: rign'
 coll_bad "gated: yes" 5:8 'gated: yes'
+# type and placement are shown, not read, and are nccl-tests' own names
+# ('bf16' and 'inplace' were accepted without a word).
+coll_bad "type bf16" 5:7 'type: bf16'
+grep -q "expected one of int8, .*bfloat16, fp8_e4m3, fp8_e5m2 (what the benchmark printed; not read), got 'bf16'" "$tmp/err" ||
+	bad "type bf16: no list of the names"
+coll_bad "placement inplace" 5:12 'placement: inplace'
 printf '%s\n' 'id: C-BAD' 'system: dgx-h100' 'op: allreduse' 'ranks: 8' \
 	'rows:' '  - [1073741824, 0, 100]' >"$tmp/ref/collectives/bad.yaml"
 status 2 "op allreduse" --kind collective --reference "$tmp/ref"
@@ -230,6 +236,24 @@ kern_bad "a typo'd row key" 8:46 'notes: x' "$row, scord: false}"
 kern_bad "scored: flase" 8:54 'notes: x' "$row, scored: flase}"
 kern_bad "a decode key in a gemm file" 6:11 'kv_dtype: fp8' "$row}"
 kern_bad "an attention key in a gemm row" 8:46 'notes: x' "$row, causal: true}"
+# A memory row's tbps is its bytes / s as written (here 2 MiB in 1.38752
+# us = 1.5114 TB/s: 1.511 passes, 1.611 is a typo at 7:66, as is 0).
+mem_row() {	# mem_row TBPS
+	printf '%s\n' 'id: K-MEM' 'gpu: h200' 'kind: memory' 'timing: graph' \
+		'launch_overhead: 1.4 us' 'rows:' \
+		"  - {label: \"copy 1 MiB\", bytes: 2097152, s: 1.387520e-06, tbps: $1}" \
+		>"$tmp/ref/kernels/mem.yaml"
+}
+mem_row 1.511
+kernel_rows
+[ "$rc" -le 1 ] || bad "a memory row whose tbps is bytes / s: exit $rc"
+for v in 1.611 0; do
+	mem_row $v
+	status 2 "a memory row with tbps $v" --kind kernel --reference "$tmp/ref"
+	grep -q "mem.yaml:7:66: error: 'tbps'" "$tmp/err" ||
+		bad "tbps $v: no error at mem.yaml:7:66"
+done
+rm "$tmp/ref/kernels/mem.yaml"
 # Hopper fp8 accumulation modes (kernel file key fp8_accumulation): the
 # same 16384^3 fp8 GEMM on h100 priced fast (fp8_fast_accum_efficiency
 # 0.906) and split (gemm_efficiency_dtype fp8 0.858). 128 x 256 tiles:

@@ -17,8 +17,10 @@
  * (TensorRT-LLM's AllReduce AUTO: its one-/two-shot kernels by its
  * strategy table, NCCL above): rows of size <= N are shown with the
  * library's prediction and not scored, since the library does not run
- * them. Any other key is an error at it (`type` and `placement`, what
- * nccl-tests printed, are shown in the file only).
+ * them. Any other key is an error at it. `type` and `placement`, what
+ * nccl-tests printed, are not read (a row's size is bytes, and the
+ * library model prices bytes: one prediction serves any type and either
+ * placement); each must be one of the benchmark's own names.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -108,7 +110,7 @@ static int read_rows(const struct cnode *rows, struct ref *r,
 /* The table's keys: any other is an error at it (a typo such as
  * 'engine_kernel_max_b' scored the engine's rows without a word). type and
  * placement say what nccl-tests printed (-d, in-place or not) and are not
- * read. */
+ * read; their values are checked (table_names). */
 static const char *const table_keys[] = {
 	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
 	"engine_kernel_max_B", "type", "placement", "rows", NULL,
@@ -128,6 +130,39 @@ static const char *table_scalar(const struct cnode *doc, const char *key,
 		    v->kind == CNODE_MAP ? "mapping" : "list");
 	*bad = 1;
 	return NULL;
+}
+
+/* nccl-tests' data type names (NVIDIA/nccl-tests src/common.cu
+ * test_typenames: int8 ... double, bfloat16 from NCCL 2.10) and rccl-
+ * tests' fp8 ones, as `llmsim collective --dtype` takes them; its two
+ * result column groups. */
+static const char *const type_names[] = {
+	"int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+	"float", "double", "bfloat16", "fp8_e4m3", "fp8_e5m2", NULL,
+};
+static const char *const placement_names[] = {
+	"out-of-place", "in-place", NULL,
+};
+
+/* A shown-only key's value is one of names (a typo such as 'bf16' or
+ * 'inplace' would say nothing otherwise): 0, or -1 after an error at it. */
+static int table_names(const struct cnode *doc, const char *key,
+		       const char *text, const char *const *names,
+		       struct diag *d)
+{
+	char list[256];
+	size_t i, k = 0;
+
+	if (!text || schema_name_index(names, text) >= 0)
+		return 0;
+	list[0] = '\0';
+	for (i = 0; names[i] && k < sizeof(list); i++)
+		k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%s",
+				      i ? ", " : "", names[i]);
+	cnode_error(d, cnode_get(doc, key), "'%s': expected one of %s (what "
+		    "the benchmark printed; not read), got '%s'", key, list,
+		    text);
+	return -1;
 }
 
 static int read_ref(struct arena *a, const char *path, struct ref *r,
@@ -153,8 +188,11 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	ranks = table_scalar(doc, "ranks", &bad, d);
 	algo = table_scalar(doc, "algorithm", &bad, d);
 	engine = table_scalar(doc, "engine_kernel_max_B", &bad, d);
-	table_scalar(doc, "type", &bad, d);
-	table_scalar(doc, "placement", &bad, d);
+	if (table_names(doc, "type", table_scalar(doc, "type", &bad, d),
+			type_names, d) != 0 ||
+	    table_names(doc, "placement", table_scalar(doc, "placement", &bad,
+			d), placement_names, d) != 0)
+		bad = 1;
 	if (bad)
 		return -1;
 	rows = cnode_get(doc, "rows");

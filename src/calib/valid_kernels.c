@@ -24,6 +24,7 @@
  */
 #include "valid.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -89,7 +90,8 @@ static const char *get_str(const struct cnode *map, const char *key)
 /* The keys a file and its rows may hold, by kind; any other is an error
  * at it (valid_check_keys: 'weigths: cold' priced a DeepGEMM file warm,
  * 'scord: false' scored a row). A memory row's tbps is the source's rate,
- * shown in the file only (the row's bytes over s is the measurement). */
+ * shown in the file only (the row's bytes over s is the measurement); when
+ * given it must be bytes / s as written (memory_rate_check). */
 static const char *const file_keys[] = {
 	"id", "title", "source", "confidence", "measured_on", "notes", "gpu",
 	"kind", "dtype", "timing", "launch_overhead", "min_time", "weights",
@@ -126,6 +128,8 @@ static int kind_index(const char *kind)
 	return -1;
 }
 
+static int memory_rate_check(const struct cnode *row, struct diag *d);
+
 /* A row's keys for the file's kind, and its true/false flags: 0, or -1
  * after an error at the key or value. */
 static int check_row(const struct ref *r, const struct cnode *row,
@@ -144,6 +148,8 @@ static int check_row(const struct ref *r, const struct cnode *row,
 	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (valid_get_bool(row, flags[i], 0, d) < 0)
 			rc = -1;
+	if (strcmp(r->kind, "memory") == 0 && memory_rate_check(row, d) < 0)
+		rc = -1;
 	return rc;
 }
 
@@ -163,6 +169,42 @@ static double text_num(const char *t)
 static double get_num(const struct cnode *map, const char *key)
 {
 	return text_num(get_str(map, key));
+}
+
+/* A memory row's tbps, when given, is its bytes / s rounded to the
+ * decimals it is written with (half a unit of its last digit, and 1e-9
+ * relative for the doubles): a row whose bytes or s were mistyped reads
+ * a rate its own tbps contradicts (the shipped H200 rows agree to 0.04 %,
+ * 3 decimals). 0, or -1 after an error at tbps. */
+static int memory_rate_check(const struct cnode *row, struct diag *d)
+{
+	const struct cnode *n = cnode_get(row, "tbps");
+	const char *t = n && n->kind == CNODE_SCALAR ? n->text : NULL;
+	const char *dot = t ? strchr(t, '.') : NULL;
+	double tb = text_num(t), b = get_num(row, "bytes"), s = get_num(row, "s");
+	double rate, tol = 0.5;
+	size_t i;
+
+	if (!n)
+		return 0;
+	if (!(tb > 0) || isinf(tb)) {
+		diag_error(d, n->file, n->line, n->col, "'tbps': expected a "
+			   "rate in TB/s greater than 0 (the row's bytes / s), "
+			   "got '%s'", t ? t : "a mapping or list");
+		return -1;
+	}
+	if (!(b > 0) || !(s > 0) || strpbrk(t, "eE"))
+		return 0;	/* row_memory refuses the row; a rate in
+				 * exponent form is not rounded by digits */
+	for (i = 1; dot && isdigit((unsigned char)dot[i]); i++)
+		tol /= 10;
+	rate = b / s / 1e12;
+	if (fabs(rate - tb) <= tol + 1e-9 * rate)
+		return 0;
+	diag_error(d, n->file, n->line, n->col, "'tbps': expected the row's "
+		   "bytes / s, %.6g TB/s (to %zu decimals as written), got '%s'",
+		   rate, dot ? i - 1 : (size_t)0, t);
+	return -1;
 }
 
 /* A time with its unit; def when absent; -1 when malformed. */

@@ -856,6 +856,8 @@ static void check_field(struct loader *ld, const struct schema *s,
 			    "SF_OPTIONAL");
 	else if (f->max != 0 && f->max < f->min)
 		table_error(d, s, f, "max below min");
+	else if ((f->flags & SF_ZERO_OFF) && !(f->min > 0))
+		table_error(d, s, f, "SF_ZERO_OFF without a positive min");
 	else if (f->def && f->type == ST_SECTION && !f->sub->scalar_key)
 		table_error(d, s, f, "a default for a section without a "
 			    "scalar_key");

@@ -35,7 +35,9 @@
  * ST_BOOL and ST_ENUM, and the kind's check() derives it.
  *
  * Bounds: min/max in the field's storage units (SI for quantities); both
- * zero means unbounded; SF_MIN_EXCL makes min exclusive (e.g. > 0).
+ * zero means unbounded; SF_MIN_EXCL makes min exclusive (e.g. > 0);
+ * SF_ZERO_OFF also accepts 0 below a positive min (a "0 = none" key
+ * whose other values have a plausibility floor).
  *
  * Provenance: any mapping may hold `fitted_on: {KEY: [CASE, ...]}`, which
  * records that its field KEY was fitted to the measurements of those
@@ -90,6 +92,9 @@ enum schema_flags {
 	SF_BOOLNUM = 1u << 8,	/* ST_NUM: true and false are accepted as 1
 				 * and 0 (a Hugging Face key that checkpoints
 				 * write either way) */
+	SF_ZERO_OFF = 1u << 9,	/* 0 means "none / not stated" and is
+				 * accepted; any other value must lie in
+				 * min..max (min > 0: a plausibility floor) */
 };
 
 struct schema_int_list {

@@ -212,6 +212,8 @@ static int has_upper(const struct schema_field *f)
 
 int schema_in_bounds(const struct schema_field *f, double v)
 {
+	if ((f->flags & SF_ZERO_OFF) && v == 0)
+		return 1;
 	if (has_lower(f) && ((f->flags & SF_MIN_EXCL) ? v <= f->min
 						       : v < f->min))
 		return 0;
@@ -247,9 +249,17 @@ void schema_range_text(const struct schema_field *f, char *buf, size_t n)
 {
 	char lo[48], hi[48];
 	int excl = (f->flags & SF_MIN_EXCL) != 0;
+	size_t k = 0;
 
 	bound_text(f, f->min, lo, sizeof(lo));
 	bound_text(f, f->max, hi, sizeof(hi));
+	if ((f->flags & SF_ZERO_OFF) && n > 0) {
+		k = (size_t)snprintf(buf, n, "0 (none) or ");
+		if (k >= n)
+			return;
+		buf += k;
+		n -= k;
+	}
 	if (!has_lower(f))
 		snprintf(buf, n, "%s that fits in 64 bits", type_phrase(f));
 	else if (has_upper(f))

@@ -41,9 +41,20 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "cnode.h"
 #include "base/diag.h"
+
+/* The floor of every "0 = none" rate of a channel, a link or a cap (a
+ * bus bandwidth, a forwarding or reduction rate): 1 GB/s. The slowest
+ * link NCCL's graph search knows runs 6 GB/s (NVIDIA/nccl v2.29.2-1
+ * src/graph/topo.h: BDW_QPI_BW, ZPI_BW, ARM_BW 6.0), its per-channel
+ * tuner caps are 10-40 GB/s (tuning.cc perChMax*Bws), and one PCIe 3.0
+ * lane moves 0.985 GB/s a direction; a value below it is a unit slip
+ * (MB/s for GB/s), which priced a 1 GiB broadcast at 1.5 years. */
+#define RATE_FLOOR_Bps 1e9
 
 const char *const coll_algo_names[ALGO_COUNT + 1] = {
 	"ring", "tree", "direct", "rhd", "hierarchical", "nvls", "pairwise",
@@ -291,7 +302,8 @@ static const struct schema_field pipe_fields[] = {
 		  "a chain of p-1 hops then fills in p-2 steps; 0 = chains "
 		  "not modeled" },
 	{ .key = "chain_channel_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = PIOFF(chain_channel_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "with chain_chunk: the most one channel forwards a step "
 		  "at, whatever the links leave it (one thread block); also "
 		  "the rate a one-node ring channel copies each loop's final, "
@@ -376,7 +388,8 @@ static const struct schema_field algo_fields[] = {
 		  "NCCL_P2P_LL_THRESHOLD 16 KiB a channel); larger sends take "
 		  "a protocol without one (0 = no rule)" },
 	{ .key = "reduce_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = AOFF(reduce_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = AOFF(reduce_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "direct all-reduce: rate of the separate local reduction "
 		  "between its two shots, in bytes of the collective per second "
 		  "(MSCCL all-pairs reduces the received shards from a scratch "
@@ -453,7 +466,8 @@ static const struct schema_field algo_fields[] = {
 		  "times the ranks (NCCL's ring LL threadThreshold is 8 B x "
 		  "nRanks a thread); 0 = none" },
 	{ .key = "select_link_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = AOFF(select_link_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = AOFF(select_link_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "nvls: one scale-up link's bandwidth in the library's graph "
 		  "search (NCCL SM90_NVLINK_BW 20.6 GB/s, SM100 40.1), times the "
 		  "fabric's links_per_endpoint; with select_speeds, NVLS's "
@@ -466,12 +480,16 @@ static const struct schema_field algo_fields[] = {
 	  .help = "nvls: the graph search's channel speeds in GB/s, fastest "
 		  "first (NCCL sm90SpeedArrayIntra / sm100SpeedArrayIntra)" },
 	{ .key = "select_heads_max", .type = ST_INT,
-	  .offset = AOFF(select_heads_max), .def = "0", .min = 0, .max = 1e6,
+	  .offset = AOFF(select_heads_max), .def = "0", .min = 2, .max = 1e6,
+	  .flags = SF_ZERO_OFF,
 	  .help = "nvls: most heads (channels) of the library's NVLS graph "
-		  "(NCCL_MAX_NVLS_ARITY 32); 0 = one per rank" },
+		  "(NCCL_MAX_NVLS_ARITY 32), at least 2: the tuner's busBw "
+		  "is heads x bwIntra x 2 (heads-1)/heads, none with one; 0 = "
+		  "one per rank" },
 	{ .key = "head_busbw_2nodes", .type = ST_BANDWIDTH,
 	  .offset = AOFF(head_busbw_Bps) + SCALE_2NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14,
+	  .flags = SF_ZERO_OFF,
 	  .help = "nvls_tree across 2 nodes: bus bandwidth one NVLS head (one "
 		  "NIC's GPU a node) sustains; the all-reduce's bus bandwidth "
 		  "is at most heads x this, in the run and the library's choice "
@@ -479,7 +497,8 @@ static const struct schema_field algo_fields[] = {
 		  "0 = none" },
 	{ .key = "head_busbw_4nodes", .type = ST_BANDWIDTH,
 	  .offset = AOFF(head_busbw_Bps) + SCALE_4NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14,
+	  .flags = SF_ZERO_OFF,
 	  .help = "nvls_tree across more than 2 nodes: the same" },
 	{ .key = "pipeline", .type = ST_SECTION, .offset = AOFF(pipe),
 	  .sub = &pipes_schema, .flags = SF_OPTIONAL,
@@ -528,30 +547,33 @@ static const struct schema_field proto_fields[] = {
 		  "every protocol an algorithm offers" },
 	{ .key = "max_busbw", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_1NODE * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "library cap on bus bandwidth within one node; 0 = none" },
 	{ .key = "max_busbw_2nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_2NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "the cap when the group spans 2 nodes; 0 = none" },
 	{ .key = "max_busbw_4nodes", .type = ST_BANDWIDTH,
 	  .offset = POFF(max_busbw_Bps) + SCALE_4NODES * sizeof(double),
-	  .def = "0 B/s", .max = 1e14,
+	  .def = "0 B/s", .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "the cap when the group spans more than 2 nodes (NCCL's "
 		  "third llMaxBws column); 0 = none" },
 	{ .key = "sustained_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(sustained_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "most bus bandwidth the protocol's kernels sustain (measured); "
 		  "the library's own choice does not see it; 0 = none" },
 	{ .key = "select_channel_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(select_channel_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "one-node rings: a channel's bus bandwidth cap in the "
 		  "library's tuner (NCCL perChMaxRingLL128Bws: Hopper 36.7, "
 		  "Blackwell 34.5 GB/s), times its ring graph's channels (from "
 		  "nvls.select_speeds / select_link_bandwidth); for its choice "
 		  "only; 0 = none" },
 	{ .key = "channel_busbw", .type = ST_BANDWIDTH,
-	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = POFF(channel_busbw_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "bus bandwidth one running channel of the protocol's kernels "
 		  "sustains where an algorithm's channel_min_bytes(_per_rank) "
 		  "runs fewer channels: the bound is then min(caps, channels x "
@@ -723,58 +745,144 @@ static const struct schema_field lib_fields[] = {
 		  "choice" },
 };
 
+/* Cross-key errors point at the value the user wrote: the key path under
+ * the library's mapping (schema_check_error finds it, or the mapping when
+ * it is absent), with the system's "collectives." prefix when the library
+ * is a system's overlay. */
+#define KEY_MAX 160
+
+/* "algorithms.A[.mid][.P][.leaf]" into k (KEY_MAX); p < 0, mid or leaf
+ * NULL: left out. */
+static const char *akey(char *k, int a, const char *mid, int p,
+			const char *leaf)
+{
+	snprintf(k, KEY_MAX, "algorithms.%s%s%s%s%s%s%s", coll_algo_names[a],
+		 mid ? "." : "", mid ? mid : "", p >= 0 ? "." : "",
+		 p >= 0 ? coll_proto_names[p] : "", leaf ? "." : "",
+		 leaf ? leaf : "");
+	return k;
+}
+
+/* A key only one algorithm reads (pipe.c, algo.c), set under another:
+ * it would be ignored without a word. 0, or -1 after an error at it. */
+static int pipe_owner(const struct coll_pipe_spec *ps, int a, int p,
+		      const struct schema_at *at, struct diag *d)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		int owner;
+		const char *what;
+	} only[] = {
+		{ "peer_part_min", offsetof(struct coll_pipe_spec,
+					    peer_part_min_B), ALGO_P2P,
+		  "a send's channels" },
+		{ "peer_part_max", offsetof(struct coll_pipe_spec,
+					    peer_part_max_B), ALGO_P2P,
+		  "a send's channels" },
+		{ "chunk_4nodes", offsetof(struct coll_pipe_spec,
+					   chunk_4nodes_B), ALGO_NVLS_TREE,
+		  "NVLSTree's chunk cap" },
+		{ "chain_chunk", offsetof(struct coll_pipe_spec,
+					  chain_chunk_B), ALGO_RING,
+		  "a ring's broadcast and reduce chains" },
+		{ "chain_channel_bandwidth", offsetof(struct coll_pipe_spec,
+						      chain_channel_Bps),
+		  ALGO_RING, "a ring channel's forwarding rate" },
+	};
+	char k[KEY_MAX], k2[2][KEY_MAX];
+	const char *const pair[2] = { k2[0], k2[1] };
+	size_t i;
+
+	for (i = 0; i < sizeof(only) / sizeof(only[0]); i++) {
+		double v;
+
+		memcpy(&v, (const char *)ps + only[i].off, sizeof(v));
+		if (!(v > 0) || a == only[i].owner)
+			continue;
+		schema_check_error(d, at, akey(k, a, "pipeline", p,
+						only[i].key), "expected it under "
+				   "'algorithms.%s' only (%s), got it under %s",
+				   coll_algo_names[only[i].owner], only[i].what,
+				   coll_algo_names[a]);
+		return -1;
+	}
+	if (ps->peer_part_max_B > 0 && !(ps->peer_part_min_B > 0)) {
+		/* at whichever of the two the user changed */
+		akey(k2[0], a, "pipeline", p, "peer_part_max");
+		akey(k2[1], a, "pipeline", p, "peer_part_min");
+		schema_check_error(d, at, pair[schema_check_blame(at, pair, 2)],
+				   "expected peer_part_min above 0 where "
+				   "peer_part_max is set (a send's least part "
+				   "a channel), got none");
+		return -1;
+	}
+	return 0;
+}
+
 /* A pipeline's halving rules come in pairs; a p2p part's most is at
  * least its least. */
 static int pipe_check(const struct coll_lib_spec *lib, int a, int p,
-		      const struct cnode *node, struct diag *d)
+		      const struct schema_at *at, struct diag *d)
 {
 	const struct coll_pipe_spec *ps = &lib->algo[a].pipe[p];
+	char k[2][KEY_MAX];
+	const char *const keys[2] = { k[0], k[1] };
 
+	if (pipe_owner(ps, a, p, at, d) != 0)
+		return -1;
 	if (ps->peer_part_max_B > 0 && ps->peer_part_max_B < ps->peer_part_min_B) {
-		cnode_error(d, node, "'algorithms.%s.pipeline.%s.peer_part_max': "
-			   "expected at least peer_part_min (%.0f B), got %.0f B",
-			   coll_algo_names[a], coll_proto_names[p],
-			   ps->peer_part_min_B, ps->peer_part_max_B);
+		schema_check_error(d, at, akey(k[0], a, "pipeline", p,
+						"peer_part_max"), "expected at least "
+				   "peer_part_min (%.0f B), got %.0f B",
+				   ps->peer_part_min_B, ps->peer_part_max_B);
 		return -1;
 	}
 	if (ps->halve_below.n == ps->halvings.n)
 		return 0;
-	cnode_error(d, node, "'algorithms.%s.pipeline.%s.halvings': "
-		   "expected one entry per 'halve_below' entry (%zu), got %zu",
-		   coll_algo_names[a], coll_proto_names[p],
-		   ps->halve_below.n, ps->halvings.n);
+	akey(k[0], a, "pipeline", p, "halvings");
+	akey(k[1], a, "pipeline", p, "halve_below");
+	/* At halvings when it is written, else at halve_below; the
+	 * message names halvings either way. */
+	schema_check_error(d, at, keys[schema_check_blame(at, keys, 2)],
+			   "expected one 'halvings' entry per 'halve_below' "
+			   "entry (%zu), got %zu", ps->halve_below.n,
+			   ps->halvings.n);
 	return -1;
 }
 
 /* A range is empty or [lo, hi] with 0 <= lo < hi. */
 static int range_check(const struct coll_lib_spec *lib, int op, int p,
-		       const struct cnode *node, struct diag *d)
+		       const struct schema_at *at, struct diag *d)
 {
 	const struct schema_int_list *r = &lib->ranges[op].proto[p];
+	char k[KEY_MAX];
 
 	if (r->n == 0 || (r->n == 2 && r->v[0] >= 0 && r->v[0] < r->v[1]))
 		return 0;
-	cnode_error(d, node, "'protocol_ranges.%s.%s': expected [lo, hi] "
-		   "bytes with 0 <= lo < hi", coll_op_names[op],
-		   coll_proto_names[p]);
+	snprintf(k, sizeof(k), "protocol_ranges.%s.%s", coll_op_names[op],
+		 coll_proto_names[p]);
+	schema_check_error(d, at, k, "expected [lo, hi] bytes with 0 <= lo "
+			   "< hi");
 	return -1;
 }
 
 /* peer_max_bytes is p2p's (its sends to one peer), and a send over every
  * limit needs an offered protocol without one. */
 static int peer_check(const struct coll_lib_spec *lib, int a,
-		      const struct cnode *node, struct diag *d)
+		      const struct schema_at *at, struct diag *d)
 {
 	const struct coll_algo_spec *as = &lib->algo[a];
 	int p, limited = 0, open = 0;
+	char k[KEY_MAX];
 
 	for (p = 0; p < PROTO_COUNT; p++) {
 		if (as->peer_max_B.b[p] > 0 && a != ALGO_P2P) {
-			cnode_error(d, node, "'algorithms.%s.peer_max_bytes.%s': "
-				    "expected it under 'algorithms.p2p' only (a "
-				    "send's bytes to one peer), got it under %s",
-				    coll_algo_names[a], coll_proto_names[p],
-				    coll_algo_names[a]);
+			schema_check_error(d, at, akey(k, a, "peer_max_bytes",
+							p, NULL), "expected it under "
+					   "'algorithms.p2p' only (a send's "
+					   "bytes to one peer), got it under %s",
+					   coll_algo_names[a]);
 			return -1;
 		}
 		if (!as->protocols.on[p])
@@ -785,9 +893,10 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 			open = 1;
 	}
 	if (limited && !open) {
-		cnode_error(d, node, "'algorithms.%s.peer_max_bytes': expected "
-			    "an offered protocol without a limit for larger "
-			    "sends, got a limit on every one", coll_algo_names[a]);
+		schema_check_error(d, at, akey(k, a, "peer_max_bytes", -1,
+						NULL), "expected an offered protocol "
+				   "without a limit for larger sends, got a "
+				   "limit on every one");
 		return -1;
 	}
 	return 0;
@@ -795,38 +904,47 @@ static int peer_check(const struct coll_lib_spec *lib, int a,
 
 /* The graph-search view is NVLS's, its speeds fastest first. */
 static int select_check(const struct coll_lib_spec *lib, int a,
-			const struct cnode *node, struct diag *d)
+			const struct schema_at *at, struct diag *d)
 {
+	static const char *const names[3] = {
+		"select_link_bandwidth", "select_speeds", "select_heads_max" };
 	const struct coll_algo_spec *as = &lib->algo[a];
+	char k[3][KEY_MAX];
+	const char *const keys[3] = { k[0], k[1], k[2] };
 	size_t i;
 
+	for (i = 0; i < 3; i++)
+		akey(k[i], a, NULL, -1, names[i]);
 	if (a != ALGO_NVLS && (as->select_link_Bps > 0 ||
 			       as->select_speeds.n > 0 ||
 			       as->select_heads_max > 0)) {
-		cnode_error(d, node, "'algorithms.%s.select_link_bandwidth', "
-			    "'select_speeds', 'select_heads_max': expected them "
-			    "under 'algorithms.nvls' only (its graph search), got "
-			    "them under %s", coll_algo_names[a],
-			    coll_algo_names[a]);
+		schema_check_error(d, at, keys[schema_check_blame(at, keys, 3)],
+				   "expected 'select_link_bandwidth', "
+				   "'select_speeds' and 'select_heads_max' "
+				   "under 'algorithms.nvls' only (its graph "
+				   "search), got them under %s",
+				   coll_algo_names[a]);
 		return -1;
 	}
 	if (a != ALGO_NVLS_TREE && (as->head_busbw_Bps[SCALE_2NODES] > 0 ||
 				    as->head_busbw_Bps[SCALE_4NODES] > 0)) {
-		cnode_error(d, node, "'algorithms.%s.head_busbw_2nodes', "
-			    "'head_busbw_4nodes': expected them under "
-			    "'algorithms.nvls_tree' only (NCCL's per-head "
-			    "NVLSTree bandwidth), got them under %s",
-			    coll_algo_names[a], coll_algo_names[a]);
+		akey(k[0], a, NULL, -1, "head_busbw_2nodes");
+		akey(k[1], a, NULL, -1, "head_busbw_4nodes");
+		schema_check_error(d, at, keys[schema_check_blame(at, keys, 2)],
+				   "expected 'head_busbw_2nodes' and "
+				   "'head_busbw_4nodes' under "
+				   "'algorithms.nvls_tree' only (NCCL's per-head "
+				   "NVLSTree bandwidth), got them under %s",
+				   coll_algo_names[a]);
 		return -1;
 	}
 	for (i = 1; i < as->select_speeds.n; i++)
 		if (as->select_speeds.v[i] >= as->select_speeds.v[i - 1]) {
-			cnode_error(d, node, "'algorithms.%s.select_speeds': "
-				    "expected speeds fastest first (each below "
-				    "the one before), got %lld after %lld",
-				    coll_algo_names[a],
-				    (long long)as->select_speeds.v[i],
-				    (long long)as->select_speeds.v[i - 1]);
+			schema_check_error(d, at, k[1], "expected speeds "
+					   "fastest first (each below the one "
+					   "before), got %lld after %lld",
+					   (long long)as->select_speeds.v[i],
+					   (long long)as->select_speeds.v[i - 1]);
 			return -1;
 		}
 	return 0;
@@ -835,30 +953,31 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 static int lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
-	const struct cnode *node = at->map;
 	struct coll_lib_spec *lib = obj;
+	char k[KEY_MAX];
 	int a, p, rc = 0;
 
 	for (a = 0; a < COLL_OP_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++)
-			if (range_check(lib, a, p, node, d) != 0)
+			if (range_check(lib, a, p, at, d) != 0)
 				rc = -1;
 
 	for (a = 0; a < ALGO_COUNT; a++)
-		if (peer_check(lib, a, node, d) != 0 ||
-		    select_check(lib, a, node, d) != 0)
+		if (peer_check(lib, a, at, d) != 0 ||
+		    select_check(lib, a, at, d) != 0)
 			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
-			if (pipe_check(lib, a, p, node, d) != 0)
+			if (pipe_check(lib, a, p, at, d) != 0)
 				rc = -1;
 			if (!lib->algo[a].protocols.on[p] ||
 			    lib->proto[p].bandwidth_factor > 0)
 				continue;
-			cnode_error(d, node, "'algorithms.%s.protocols.%s': expected "
-				   "'protocols.%s.bandwidth_factor' such as 0.5, "
-				   "got none", coll_algo_names[a],
-				   coll_proto_names[p], coll_proto_names[p]);
+			schema_check_error(d, at, akey(k, a, "protocols", p,
+						       NULL), "expected "
+					   "'protocols.%s.bandwidth_factor' "
+					   "such as 0.5, got none",
+					   coll_proto_names[p]);
 			rc = -1;
 		}
 	return rc;

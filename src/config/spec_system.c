@@ -15,6 +15,15 @@ int64_t system_gpus(const struct system_spec *s)
 
 #define OFF(m) offsetof(struct system_spec, m)
 
+/* The floor of a stated host copy rate (host_h2d, host_d2h): 1 GB/s, one
+ * PCIe 3.0 lane (8 GT/s x 128b/130b = 0.985 GB/s a direction, PCI-SIG
+ * PCIe 3.0 base specification). A GPU's host link is 16 lanes (NCCL's
+ * PCI_BW 12 GB/s for Gen3 x16, src/graph/topo.h) or NVLink-C2C (450 GB/s
+ * a direction, gb200-nvl72.yaml); a rate below one lane is a unit slip
+ * (MB/s for GB/s), and at 1 B/s an offloaded layer outlasts what the
+ * engine represents (exit 1, naming no key). */
+#define HOST_COPY_FLOOR_Bps 1e9
+
 static const struct schema_field variability_fields[] = {
 	{ .key = "op_jitter", .type = ST_NUM,
 	  .offset = offsetof(struct variability_spec, op_jitter),
@@ -80,13 +89,15 @@ static const struct schema_field system_fields[] = {
 		  "engine's step, sequence and prompt-token overheads) over "
 		  "the reference x86 host's: 1" },
 	{ .key = "host_h2d", .type = ST_BANDWIDTH, .offset = OFF(host_h2d_Bps),
-	  .def = "0 B/s", .max = 1e13,
+	  .def = "0 B/s", .min = HOST_COPY_FLOOR_Bps, .max = 1e13,
+	  .flags = SF_ZERO_OFF,
 	  .help = "what one GPU copies from pinned host memory per second "
 		  "while its peers on the same host copy too (PCIe, "
 		  "NVLink-C2C): activation offloading's reloads "
 		  "(training.cpu_offload_layers); 0 = not stated" },
 	{ .key = "host_d2h", .type = ST_BANDWIDTH, .offset = OFF(host_d2h_Bps),
-	  .def = "0 B/s", .max = 1e13,
+	  .def = "0 B/s", .min = HOST_COPY_FLOOR_Bps, .max = 1e13,
+	  .flags = SF_ZERO_OFF,
 	  .help = "what one GPU copies to pinned host memory per second, "
 		  "its host peers copying too: activation offloading's "
 		  "offloads; 0 = not stated" },

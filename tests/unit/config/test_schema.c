@@ -295,6 +295,55 @@ Test(schema, whole_numbers)
 	cr_assert_eq(load_as(&whole_schema, "tile: nan\n", &v), -1);
 }
 
+/* SF_ZERO_OFF: a "0 = none" rate whose other values have a floor (the
+ * collective libraries' channel rates, a system's host copy rates: 1
+ * GB/s). 0 loads, as does the floor itself; 999 MB/s and 1 B/s are
+ * range errors at the value (col 5 of "bw: 1 B/s") that say 0 is
+ * allowed; the ceiling still holds. A flag without a positive min is a
+ * table error. */
+static const struct schema_field floor_fields[] = {
+	{ .key = "bw", .type = ST_BANDWIDTH, .offset = 0, .def = "0 B/s",
+	  .min = 1e9, .max = 1e12, .flags = SF_ZERO_OFF, .help = "a rate" },
+};
+
+static const struct schema floor_schema = {
+	.kind = "floor", .help = "a rate, 0 or >= 1 GB/s",
+	.size = sizeof(double), .fields = floor_fields,
+	.nfields = SCHEMA_COUNT(floor_fields),
+};
+
+static const struct schema_field floorless_fields[] = {
+	{ .key = "bw", .type = ST_BANDWIDTH, .offset = 0, .def = "0 B/s",
+	  .max = 1e12, .flags = SF_ZERO_OFF, .help = "a rate" },
+};
+
+static const struct schema floorless_schema = {
+	.kind = "floorless", .help = "SF_ZERO_OFF without a floor",
+	.size = sizeof(double), .fields = floorless_fields,
+	.nfields = SCHEMA_COUNT(floorless_fields),
+};
+
+Test(schema, zero_off_floor)
+{
+	double v = -1;
+
+	cr_assert_eq(load_as(&floor_schema, "{}\n", &v), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(v, 0);
+	cr_assert_eq(load_as(&floor_schema, "bw: 0 GB/s\n", &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(load_as(&floor_schema, "bw: 1 GB/s\n", &v), 0);
+	cr_assert_eq(v, 1e9);
+	cr_assert_eq(load_as(&floor_schema, "bw: 1 B/s\n", &v), -1);
+	cr_assert_has(capture_text(&C), "t.yaml:1:5: error: 'bw': expected 0 "
+		      "(none) or a bandwidth from 1 GB/s to 1000 GB/s, got "
+		      "'1 B/s'");
+	cr_assert_eq(load_as(&floor_schema, "bw: 999 MB/s\n", &v), -1);
+	cr_assert_eq(load_as(&floor_schema, "bw: 2 TB/s\n", &v), -1);
+	cr_assert_eq(schema_check_table(&floor_schema, &C.d), 0);
+	cr_assert_neq(schema_check_table(&floorless_schema, &C.d), 0);
+}
+
 Test(schema, numbers_in_yaml_float_forms)
 {
 	struct thing t;

@@ -275,6 +275,21 @@ struct job_spec *fixture_load_job(struct arena *a, const char *path,
 	return j;
 }
 
+struct job_spec *fixture_load_job2(struct arena *a, const char *path,
+				   const char *const *base, size_t nb,
+				   const char *const *extra, size_t ne)
+{
+	const char *sets[FIXTURE_MAX_SETS];
+	size_t i;
+
+	cr_assert_leq(nb + ne, (size_t)FIXTURE_MAX_SETS);
+	for (i = 0; i < nb; i++)
+		sets[i] = base[i];
+	for (i = 0; i < ne; i++)
+		sets[nb + i] = extra[i];
+	return fixture_load_job(a, path, sets, nb + ne);
+}
+
 void fixture_assert_estimate(const struct job_spec *j, int full,
 			     const char *what)
 {

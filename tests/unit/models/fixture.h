@@ -110,6 +110,14 @@ struct arena;
 struct job_spec *fixture_load_job(struct arena *a, const char *path,
 				  const char *const *sets, size_t n);
 
+/* fixture_load_job with two override lists, base[0..nb) then
+ * extra[0..ne) (a test's fixed step, then one case's changes: a later
+ * key wins), at most FIXTURE_MAX_SETS in all (asserted). */
+#define FIXTURE_MAX_SETS 32
+struct job_spec *fixture_load_job2(struct arena *a, const char *path,
+				   const char *const *base, size_t nb,
+				   const char *const *extra, size_t ne);
+
 /* One MoE layer's inference ops under test: the job loaded from path
  * with n overrides, its dimensions and batch, the routing of a step of
  * `tokens` tokens (its arrays in ra) and the layer's ops. */

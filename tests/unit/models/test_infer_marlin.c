@@ -23,8 +23,8 @@
  * at TP 8 with the given overrides; *eff: the dims' wo_linear_eff. */
 static double qkv_s(const char *const *extra, size_t n_extra, double *eff)
 {
-	const char *sets[10] = {"phase=prefill", "serving.batch=1",
-				"serving.input_len=2048"};
+	static const char *const step[] = {"phase=prefill", "serving.batch=1",
+					   "serving.input_len=2048"};
 	static struct infer_ops o;
 	static struct infer_unit u;
 	struct arena a;
@@ -34,11 +34,8 @@ static double qkv_s(const char *const *extra, size_t n_extra, double *eff)
 	double t = -1;
 	size_t i;
 
-	cr_assert_leq(n_extra, 7u);
-	for (i = 0; i < n_extra; i++)
-		sets[3 + i] = extra[i];
 	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 3 + n_extra);
+	j = fixture_load_job2(&a, L70, step, 3, extra, n_extra);
 	infer_dims_from_job(j, j->system->gpu, &d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(&d, &b, NULL, NULL, &o);

@@ -25,18 +25,14 @@
 static void layer_ops(const char *const *extra, size_t n_extra,
 		      struct infer_dims *d, struct infer_ops *o)
 {
-	const char *sets[12] = {"phase=decode", "serving.batch=4",
-				"serving.context_len=256"};
+	static const char *const step[] = {"phase=decode", "serving.batch=4",
+					   "serving.context_len=256"};
 	struct arena a;
 	struct job_spec *j;
 	struct infer_batch b;
-	size_t i;
 
-	cr_assert_leq(n_extra, 9u);
-	for (i = 0; i < n_extra; i++)
-		sets[3 + i] = extra[i];
 	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 3 + n_extra);
+	j = fixture_load_job2(&a, L70, step, 3, extra, n_extra);
 	infer_dims_from_job(j, j->system->gpu, d);
 	infer_job_batch(j, &b);
 	infer_layer_ops(d, &b, NULL, NULL, o);
@@ -242,15 +238,15 @@ static void layer_kind_ops(const char *excl, int64_t layer,
 			   struct infer_dims *d, struct infer_kind *k,
 			   struct infer_ops *o)
 {
-	const char *sets[] = {"phase=decode", "serving.batch=4",
-			      "serving.context_len=256", "serving.dtype=fp8",
-			      excl};
+	static const char *const step[] = {"phase=decode", "serving.batch=4",
+					   "serving.context_len=256",
+					   "serving.dtype=fp8"};
 	struct arena a;
 	struct job_spec *j;
 	struct infer_batch b;
 
 	arena_init(&a);
-	j = fixture_load_job(&a, L70, sets, 5);
+	j = fixture_load_job2(&a, L70, step, 4, &excl, 1);
 	infer_dims_from_job(j, j->system->gpu, d);
 	infer_job_batch(j, &b);
 	infer_kind_of(j, layer, k);

@@ -330,11 +330,13 @@ Test(net_presets, head_busbw_refuses_bad_values)
 		/* read by nvls_tree only: elsewhere it would do nothing */
 		"algorithms.ring.head_busbw_2nodes=50GB/s",
 		"algorithms.nvls.head_busbw_4nodes=50GB/s",
+		/* a rate is 0 (none) or >= 1 GB/s (RATE_FLOOR_Bps) */
+		"algorithms.nvls_tree.head_busbw_2nodes=1MB/s",
 	};
 	size_t i;
 	int errors;
 
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_eq(nccl_with(bad[i], &errors), -1, "%s", bad[i]);
 		cr_assert_geq(errors, 1);
 	}
