@@ -588,6 +588,25 @@ Test(est, rank_index_names_a_built_entry)
 }
 
 /*
+ * A ZeRO 3 candidate of two pipeline stages (no interleave, S = 2, the
+ * MTP stage last) on empty blocks: the setup of the stage-time tests.
+ */
+static void zero3_pp2(struct est_cand *c, struct est_blocks *b,
+		      struct job_spec *j, int64_t *split)
+{
+	memset(b, 0, sizeof(*b));
+	memset(c, 0, sizeof(*c));
+	j->training.zero_stage = 3;
+	c->j = j;
+	c->b = b;
+	c->split = split;
+	c->p = 2;
+	c->v = 1;
+	c->S = 2;
+	c->mtp_stage = 1;
+}
+
+/*
  * ZeRO 3: a stage takes the longer of its units' compute and its units'
  * collectives, summed over the stage (est_stage.c stage_coll), not the
  * sum of each unit's longer one: FSDP prefetches its all-gathers
@@ -618,16 +637,7 @@ Test(est, fsdp_stage_takes_the_longer_sum)
 	struct est_cand c;
 	int64_t split[2] = { 4, 4 };
 
-	memset(&b, 0, sizeof(b));
-	memset(&c, 0, sizeof(c));
-	j.training.zero_stage = 3;
-	c.j = &j;
-	c.b = &b;
-	c.split = split;
-	c.p = 2;
-	c.v = 1;
-	c.S = 2;
-	c.mtp_stage = 1;
+	zero3_pp2(&c, &b, &j, split);
 	c.fsdp_f[EST_LAYER] = 3e-3;
 	c.fsdp_b[EST_LAYER] = 9e-3;
 	c.fsdp_xf[EST_LAYER] = 1e-3;
@@ -685,16 +695,7 @@ Test(est, kept_stage_times_and_swapped_units_computed)
 	double t[4], f_run[2], b_run[2];
 	int64_t s;
 
-	memset(&b, 0, sizeof(b));
-	memset(&c, 0, sizeof(c));
-	j.training.zero_stage = 3;
-	c.j = &j;
-	c.b = &b;
-	c.split = split;
-	c.p = 2;
-	c.v = 1;
-	c.S = 2;
-	c.mtp_stage = 1;
+	zero3_pp2(&c, &b, &j, split);
 	c.no_sync = 1;
 	c.fsdp_f[EST_LAYER] = 3e-3;
 	c.fsdp_b[EST_LAYER] = 9e-3;
