@@ -240,6 +240,12 @@ static uint32_t nvls_head(const struct algo_ctx *x, uint32_t k,
  * and the per-head cap bus / (nh hb); the first loop ends after the
  * sum, so the fill is sum / slowest - 1 loops. Without a switch link or
  * NIC in the topology: the spec's stages - 1 + D. */
+/* pipe.c's fill for a kernel of st stages: st - 1 loops. */
+static double kernel_fill(int64_t st)
+{
+	return st > 1 ? (double)(st - 1) : 0;
+}
+
 static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
 			     uint32_t rail, double D, double hb)
 {
@@ -250,12 +256,12 @@ static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
 	int64_t st = x->as->pipe[x->proto].stages;
 
 	if (!t->gpu_up || !t->nic_up || t->gpus_per_node == 0)
-		return (st > 1 ? (double)(st - 1) : 0) + D;
+		return kernel_fill(st) + D;
 	nic = g / t->gpus_per_node * t->nics_per_node + rail;
 	U = t->links[t->gpu_up[g]].cap_Bps;
 	E = t->links[t->nic_up[nic]].cap_Bps;
 	if (!(U > 0) || !(E > 0) || !(eff > 0))
-		return (st > 1 ? (double)(st - 1) : 0) + D;
+		return kernel_fill(st) + D;
 	big = 1 / (eff * U);
 	net = 1 / (nh * E);
 	slow = fmax(big * (1 + 1 / m), (x->g.nnodes > 2 ? 2 : 1) * net);
@@ -318,7 +324,7 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 	F = nvls_tree_fill(x, nh, rails[0], D, hb);
 	st = x->as->pipe[x->proto].stages;
 	algo_pipe(x, (struct pipe_shape){ nh, 1, 1,
-		  F - (st > 1 ? (double)(st - 1) : 0) }, 1);
+		  F - kernel_fill(st) }, 1);
 	if (N >= 4)
 		x->pipe.max_chunk_B = x->as->pipe[x->proto].chunk_4nodes_B;
 	for (i = 0; i < x->g.p; i++) {
