@@ -15,6 +15,7 @@ const char *const engine_memory_rule_names[] = {"total", "static", "free",
 const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
 const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
+const char *const engine_adp_admit_names[] = {"pooled", "rank", NULL};
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
@@ -539,6 +540,12 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "capacity", .type = ST_ENUM, .offset = OFF(capacity),
 	  .values = engine_capacity_names, .def = "guaranteed_no_evict",
 	  .help = "trtllm: capacity scheduler policy" },
+	{ .key = "adp_admission", .type = ST_ENUM, .offset = OFF(adp_admit),
+	  .values = engine_adp_admit_names, .def = "pooled",
+	  .help = "trtllm attention DP: requests fetched by the ranks' active "
+		  "counts, each rank's capacity scheduler admitting against "
+		  "its own KV pool (rank), or admitted against one pool of "
+		  "all ranks before a rank is chosen (pooled)" },
 	{ .key = "auto_size", .type = ST_BOOL, .offset = OFF(auto_size),
 	  .def = "false",
 	  .help = "trtllm-bench sizing: max_num_seqs and max_num_batched_tokens "
