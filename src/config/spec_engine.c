@@ -546,6 +546,19 @@ static const struct schema_field engine_fields[] = {
 		  "counts, each rank's capacity scheduler admitting against "
 		  "its own KV pool (rank), or admitted against one pool of "
 		  "all ranks before a rank is chosen (pooled)" },
+	{ .key = "adp_balance", .type = ST_BOOL, .offset = OFF(adp_balance),
+	  .def = "false",
+	  .help = "trtllm attention DP: attention_dp_config enable_balance "
+		  "(hold context requests until every rank has one, "
+		  "adp_timeout_iters at most)" },
+	{ .key = "adp_timeout_iters", .type = ST_INT,
+	  .offset = OFF(adp_timeout_iters), .min = 0, .max = 1e9, .def = "50",
+	  .help = "trtllm adp_balance: attention_dp_config timeout_iters" },
+	{ .key = "adp_batching_wait_iters", .type = ST_INT,
+	  .offset = OFF(adp_batching_wait_iters), .min = 0, .max = 1e9,
+	  .def = "10",
+	  .help = "trtllm adp_balance: attention_dp_config "
+		  "batching_wait_iters" },
 	{ .key = "auto_size", .type = ST_BOOL, .offset = OFF(auto_size),
 	  .def = "false",
 	  .help = "trtllm-bench sizing: max_num_seqs and max_num_batched_tokens "

@@ -429,6 +429,11 @@ struct engine_spec {
 	/* TensorRT-LLM */
 	int capacity;				/* enum engine_capacity */
 	int adp_admit;				/* enum engine_adp_admit */
+	int adp_balance;			/* attention_dp_config enable_balance: hold
+						 * context requests until every rank has one */
+	int64_t adp_timeout_iters;		/* ... for at most this many iterations */
+	int64_t adp_batching_wait_iters;	/* then, with every rank generating, hold
+						 * them this many more */
 	int auto_size;				/* trtllm-bench: max seqs and tokens from KV
 						 * capacity and the job's lengths */
 	struct engine_auto_size auto_rule;	/* how auto_size rounds */

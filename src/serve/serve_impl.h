@@ -112,6 +112,9 @@ struct serve_inst {
 					 * not yet admitted by its capacity
 					 * scheduler, in fetch order */
 	int64_t npend, cap_pend;
+	int64_t adp_wait_iters;		/* adp_balance: iterations the context
+					 * requests were held for every rank */
+	int64_t adp_batch_iters;	/* ... and for batching */
 	int64_t *running;		/* admitted requests, in admission order */
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */

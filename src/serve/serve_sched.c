@@ -1000,6 +1000,69 @@ static int64_t rank_room(const struct serve_inst *in, const int64_t *bin,
 	return bin[*j] < budget ? bin[*j] : budget;
 }
 
+/*
+ * TensorRT-LLM's attention-DP balance (attention_dp_config enable_balance;
+ * PyExecutor._balance_adp_requests, tensorrt_llm/_torch/pyexecutor/
+ * py_executor.py, the same in the later scheduler's balance_adp_requests;
+ * defaults llmapi/llm_args.py AttentionDpConfig: off, timeout_iters 50,
+ * batching_wait_iters 10). After every rank's schedulers ran, the ranks
+ * all-gather their scheduled context and generation counts; all ranks
+ * then drop their context requests this iteration unless (a) every rank
+ * has fewer than max_batch_size generation requests and a context
+ * request (the wait count is reset; with every rank generating, the
+ * contexts are still held batching_wait_iters times in a row), or (b)
+ * the wait count, raised on every other iteration (with or without
+ * contexts anywhere), reaches timeout_iters, or some rank generates
+ * nothing (both reset it). Whether rank j would schedule a context here:
+ * its first prompt not in a step fits its token budget (bin[j], within
+ * the pooled budget; chunked: any room). 1: hold the contexts.
+ */
+static int adp_hold(const struct serve *s, struct serve_inst *in,
+		    const int64_t *gen_r, const int64_t *bin, int64_t budget,
+		    int64_t k)
+{
+	const struct engine_spec *e = s->job->serving.engine;
+	int64_t per = in->max_seqs / in->adp, i, j;
+	char ctx[ADP_MAX_BINS], seen[ADP_MAX_BINS];
+	int all_free = 1, all_ctx = 1, all_gen = 1;
+
+	for (j = 0; j < in->adp; j++)
+		ctx[j] = seen[j] = 0;
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *r = &s->req[in->running[i]];
+		int64_t room, need = r->prompt - r->computed;
+
+		if (decoding(r) || r->in_step || seen[r->adp_rank])
+			continue;
+		j = r->adp_rank;
+		seen[j] = 1;
+		room = bin[j] < budget ? bin[j] : budget;
+		ctx[j] = need <= room || (in->chunked && room > 0);
+	}
+	for (j = 0; j < in->adp; j++) {
+		all_free &= gen_r[j] / k < per;
+		all_ctx &= ctx[j];
+		all_gen &= gen_r[j] > 0;
+	}
+	if (all_free && all_ctx) {
+		in->adp_wait_iters = 0;
+		if (!all_gen)
+			return 0;
+		if (in->adp_batch_iters < e->adp_batching_wait_iters) {
+			in->adp_batch_iters++;
+			return 1;
+		}
+		in->adp_batch_iters = 0;
+		return 0;
+	}
+	in->adp_wait_iters++;
+	if (in->adp_wait_iters >= e->adp_timeout_iters || !all_gen) {
+		in->adp_wait_iters = 0;
+		return 0;
+	}
+	return 1;
+}
+
 static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			    double now)
 {
@@ -1040,6 +1103,9 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 	for (j = 0; in->adp > 1 && j < in->adp && j < ADP_MAX_BINS; j++)
 		bin[j] = ranked ? in->max_tokens / in->adp - gen_r[j]
 				: (in->max_tokens - gen) / in->adp;
+	if (ranked && s->job->serving.engine->adp_balance &&
+	    adp_hold(s, in, gen_r, bin, budget, k))
+		return n;	/* every rank's contexts wait */
 	for (i = 0; i < in->nrunning && budget > 0; i++) {
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];

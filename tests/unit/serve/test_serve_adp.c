@@ -269,3 +269,74 @@ Test(serve_adp, the_fetch_is_bounded_by_active_counts)
 	mem_free(in.pend);
 	arena_release(&a);
 }
+
+/* Request i of req[] (prompt tokens, 10 output) arrives at instance in. */
+static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
+		   int64_t prompt)
+{
+	memset(&req[i], 0, sizeof(req[i]));
+	req[i].input = req[i].prompt = prompt;
+	req[i].output = 10;
+	req[i].adp_rank = req[i].adp_inst = -1;
+	req[i].first_scheduled_s = req[i].first_token_s = -1;
+	req[i].done_s = -1;
+	req[i].state = REQ_WAITING;
+	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
+}
+
+/*
+ * attention_dp_config enable_balance (engine adp_balance; serve_sched.c
+ * adp_hold), timeout_iters 3, batching_wait_iters 1, the pooled
+ * admission of the first test (4 requests a rank at most). Step 1: the
+ * four prompts run (no rank generates yet: contexts go). A fifth request
+ * (100) arrives: ranks hold 2 | 2 requests of 400 | 200 prompt tokens,
+ * so it goes to rank 1. Rank 0 has no context: steps 2 and 3 hold it
+ * (wait count 1, 2 < 3), step 4 runs it (count 3 = timeout). Then two
+ * more (100, 100): expected = max(ceil(7 / 2), 3) = 4; the first onto
+ * rank 1 (300 < 400 tokens), the second onto rank 0 (400 = 400, fewer
+ * requests). Both ranks now have a context and generate: step 5 holds
+ * them once for batching (count 0 < 1), step 6 runs both. Sequences a
+ * step: 4 prompts; 4 decodes (twice); 4 decodes + 1 prompt; 5 decodes;
+ * 5 decodes + 2 prompts. Without the balance the fifth request's prompt
+ * would run in step 2 and the last two in step 5.
+ */
+Test(serve_adp, balance_holds_contexts_until_every_rank_has_one)
+{
+	const char *sets[] = {"serving.engine=trtllm",
+			      "serving.engine.adp_balance=true",
+			      "serving.engine.adp_timeout_iters=3",
+			      "serving.engine.adp_batching_wait_iters=1"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	static const int64_t want[] = {4, 4, 4, 5, 5, 7};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[7];
+	struct infer_batch b;
+	int64_t tag;
+
+	adp_setup(&a, &s, &in, req, prompt, sets, 4, 0);
+	s.nreq = 7;
+	for (tag = 1; tag <= 6; tag++) {
+		if (tag == 2)
+			arrive(&in, req, 4, 100);
+		if (tag == 5) {
+			arrive(&in, req, 5, 100);
+			arrive(&in, req, 6, 100);
+		}
+		in.tag = tag;
+		cr_assert_eq(serve_schedule(&s, &in, (double)tag, &b),
+			     want[tag - 1],
+			     "step %lld", (long long)tag);
+		serve_step_done(&s, &in, tag, (double)tag + 1);
+	}
+	cr_assert_eq(req[4].adp_rank, 1);
+	cr_assert_eq(req[5].adp_rank, 1);
+	cr_assert_eq(req[6].adp_rank, 0);
+	cr_assert_float_eq(req[4].first_scheduled_s, 4, 1e-12);
+	cr_assert_float_eq(req[5].first_scheduled_s, 6, 1e-12);
+	cr_assert_float_eq(req[6].first_scheduled_s, 6, 1e-12);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	arena_release(&a);
+}
