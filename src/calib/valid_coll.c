@@ -21,6 +21,11 @@
  * nccl-tests printed, are not read (a row's size is bytes, and the
  * library model prices bytes: one prediction serves any type and either
  * placement); each must be one of the benchmark's own names.
+ * `collectives: PRESET` names the library release the table ran, as a
+ * collectives preset (configs/collectives/PRESET.yaml, e.g. nccl-2.26 for
+ * NCCL 2.26.2): the system's own collectives keys stay, on that preset
+ * instead of the one the system names (the current release). Absent: the
+ * system's library as it stands.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -45,6 +50,8 @@
 struct ref {
 	const char *id, *system;
 	const char *nodes;		/* system.nodes override, or NULL */
+	const char *lib;		/* collectives preset (release), or NULL */
+	const struct cnode *lib_at;	/* its key's value, for a note */
 	int op;				/* enum coll_op */
 	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
@@ -113,7 +120,8 @@ static int read_rows(const struct cnode *rows, struct ref *r,
  * read; their values are checked (table_names). */
 static const char *const table_keys[] = {
 	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
-	"engine_kernel_max_B", "type", "placement", "rows", NULL,
+	"engine_kernel_max_B", "type", "placement", "rows", "collectives",
+	NULL,
 };
 
 /* A key of the table that must be a scalar: its text, NULL when absent;
@@ -184,6 +192,14 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	r->id = table_scalar(doc, "id", &bad, d);
 	r->system = table_scalar(doc, "system", &bad, d);
 	r->nodes = table_scalar(doc, "nodes", &bad, d);
+	r->lib = table_scalar(doc, "collectives", &bad, d);
+	r->lib_at = cnode_get(doc, "collectives");
+	if (r->lib && (!*r->lib || strlen(r->lib) > 100)) {
+		cnode_error(d, cnode_get(doc, "collectives"), "'collectives': "
+			    "expected a collectives preset name (1 - 100 "
+			    "characters), got '%s'", r->lib);
+		bad = 1;
+	}
 	op = table_scalar(doc, "op", &bad, d);
 	ranks = table_scalar(doc, "ranks", &bad, d);
 	algo = table_scalar(doc, "algorithm", &bad, d);
@@ -294,18 +310,30 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	struct valid_table *t;
 	struct net *n = NULL;
 	uint32_t *gpus = NULL, i;
-	char set_nodes[64];
-	const char *sets[1] = { set_nodes };
+	char set_nodes[64], set_lib[160];
+	const char *sets[2];
+	size_t nsets = 0;
 	int k, rc = -1;
 
 	if (!s || read_ref(cx->arena, path, &r, cx->diag) != 0)
 		return -1;
 	memset(s, 0, sizeof(*s));
-	if (r.nodes)
+	if (r.nodes) {
 		snprintf(set_nodes, sizeof(set_nodes), "nodes=%s", r.nodes);
-	if (config_load(cx, &system_schema, r.system, sets, r.nodes ? 1 : 0,
-			s) != 0)
+		sets[nsets++] = set_nodes;
+	}
+	if (r.lib) {		/* the release: the system's keys on it */
+		snprintf(set_lib, sizeof(set_lib), "collectives.preset=%s",
+			 r.lib);
+		sets[nsets++] = set_lib;
+	}
+	if (config_load(cx, &system_schema, r.system, sets, nsets, s) != 0) {
+		if (r.lib && !cx->diag->oom)	/* whose --set it was */
+			diag_note(cx->diag, r.lib_at->file, r.lib_at->line,
+				  r.lib_at->col, "'collectives: %s' of this "
+				  "table", r.lib);
 		return -1;
+	}
 	gpus = mem_alloc(r.ranks * sizeof(*gpus));
 	n = net_new(s, NULL, cx->diag);
 	if (!gpus || !n || !(t = valid_table_add(set, VK_COLLECTIVE, cx->diag)))

@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../config/config_testutil.h"
@@ -104,4 +106,74 @@ Test(valid_coll, bad_engine_kernel_max_is_named)
 		valid_set_release(&set);
 		tmpdir_remove(dir);
 	}
+}
+
+/* `collectives: nccl-2.26` runs the table on that release's preset, the
+ * system's own keys kept. On 2 x 8 H100 a 16 MiB all-reduce is NVLSTree
+ * under both releases (collectives/README.md, Round 43 mnode43); NCCL's
+ * NVLSTree latency is hwLat NVLink 25 us + 2 log2(nNodes) x hwLat NET
+ * NVLSTree, 20.9 us at 5067397c (nccl.yaml) and 14 us in v2.26.2-1
+ * (nccl-2.26.yaml): 2 x 1 x (20.9 - 14) = 13.8 us less, the rest of the
+ * run (links, cap, fill) the same. The row's measured time is nccl-tests
+ * #309's (185.4 us, busbw 169.68 GB/s). */
+Test(valid_coll, the_release_preset_is_the_tables)
+{
+	static const char rows[] =
+		"system: dgx-h100\n"
+		"nodes: 2\n"
+		"op: allreduce\n"
+		"ranks: 16\n"
+		"rows:\n"
+		"  - [16777216, 185.4, 169.68]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024], t_cur[32], t_old[32];
+	double t0, t1;
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
+	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
+		     "nccl-2.26\n%s", rows);
+	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_str_eq(set.t[1].id, "B-NCCL226");
+	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
+	cr_assert_has(set.t[1].rows[0].note, "nvls_tree/simple");
+	/* the note reads "nvls_tree/simple, T us (measured ...)" */
+	cr_assert_eq(sscanf(strchr(set.t[0].rows[0].note, ',') + 2, "%31s",
+			    t_cur), 1);
+	cr_assert_eq(sscanf(strchr(set.t[1].rows[0].note, ',') + 2, "%31s",
+			    t_old), 1);
+	t0 = atof(t_cur);
+	t1 = atof(t_old);
+	cr_assert_float_eq(t0 - t1, 13.8, 0.011, "%.2f - %.2f us", t0, t1);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* A release that has no preset is an error naming the presets there
+ * are, with a note at the table's key (not a run on the current one). */
+Test(valid_coll, an_unknown_release_is_named)
+{
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.99\n%s"
+		     ROWS, HEAD);
+	write_file(path, dir, "bad.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
+	cr_assert_has(capture_text(&C), "no collectives preset 'nccl-2.99'");
+	cr_assert_has(capture_text(&C), "bad.yaml:2:14: note: 'collectives: "
+		      "nccl-2.99' of this table");
+	valid_set_release(&set);
+	tmpdir_remove(dir);
 }
