@@ -25,7 +25,9 @@
  * collectives preset (configs/collectives/PRESET.yaml, e.g. nccl-2.26 for
  * NCCL 2.26.2): the system's own collectives keys stay, on that preset
  * instead of the one the system names (the current release). Absent: the
- * system's library as it stands.
+ * system's library as it stands. `disabled_algorithms: [A, ...]` names
+ * algorithms the run switched off (NCCL_NVLS_ENABLE=0: [nvls, nvls_tree];
+ * NCCL_ALGO=^A): the library picks among the others.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -52,6 +54,7 @@ struct ref {
 	const char *nodes;		/* system.nodes override, or NULL */
 	const char *lib;		/* collectives preset (release), or NULL */
 	const struct cnode *lib_at;	/* its key's value, for a note */
+	int off[ALGO_COUNT];		/* 1: disabled_algorithms names it */
 	int op;				/* enum coll_op */
 	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
@@ -121,7 +124,7 @@ static int read_rows(const struct cnode *rows, struct ref *r,
 static const char *const table_keys[] = {
 	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
 	"engine_kernel_max_B", "type", "placement", "rows", "collectives",
-	NULL,
+	"disabled_algorithms", NULL,
 };
 
 /* A key of the table that must be a scalar: its text, NULL when absent;
@@ -171,6 +174,42 @@ static int table_names(const struct cnode *doc, const char *key,
 		    "the benchmark printed; not read), got '%s'", key, list,
 		    text);
 	return -1;
+}
+
+/* disabled_algorithms: a list of the library's algorithm names, each
+ * once, not the one `algorithm` forces; 0, or -1 after an error at it. */
+static int read_off(const struct cnode *v, struct ref *r, struct diag *d)
+{
+	size_t i;
+
+	memset(r->off, 0, sizeof(r->off));
+	if (!v)
+		return 0;
+	if (v->kind != CNODE_SEQ) {
+		cnode_error(d, v, "'disabled_algorithms': expected a list of "
+			    "algorithm names ([nvls, nvls_tree])");
+		return -1;
+	}
+	for (i = 0; i < v->nitems; i++) {
+		const struct cnode *x = v->items[i];
+		int k = x->kind == CNODE_SCALAR ?
+			schema_name_index(coll_algo_names, x->text) : -1;
+
+		if (k < 0 || r->off[k] || k == r->algo) {
+			cnode_error(d, x, "'disabled_algorithms': expected "
+				    "the names of algorithms, each once and "
+				    "not the forced 'algorithm' (ring, tree, "
+				    "direct, rhd, hierarchical, nvls, "
+				    "nvls_tree, pairwise, p2p), got %s%s%s",
+				    x->kind == CNODE_SCALAR ? "'" : "a ",
+				    x->kind == CNODE_SCALAR ? x->text :
+				    x->kind == CNODE_MAP ? "mapping" : "list",
+				    x->kind == CNODE_SCALAR ? "'" : "");
+			return -1;
+		}
+		r->off[k] = 1;
+	}
+	return 0;
 }
 
 static int read_ref(struct arena *a, const char *path, struct ref *r,
@@ -226,6 +265,8 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			    "hierarchical, nvls, pairwise, p2p, got '%s'", algo);
 		return -1;
 	}
+	if (read_off(cnode_get(doc, "disabled_algorithms"), r, d) != 0)
+		return -1;
 	r->gated = valid_get_bool(doc, "gated", 1, d);
 	if (r->gated < 0)
 		return -1;
@@ -310,8 +351,8 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	struct valid_table *t;
 	struct net *n = NULL;
 	uint32_t *gpus = NULL, i;
-	char set_nodes[64], set_lib[160];
-	const char *sets[2];
+	char set_nodes[64], set_lib[160], set_off[ALGO_COUNT][160];
+	const char *sets[2 + ALGO_COUNT];
 	size_t nsets = 0;
 	int k, rc = -1;
 
@@ -327,6 +368,13 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 			 r.lib);
 		sets[nsets++] = set_lib;
 	}
+	for (k = 0; k < ALGO_COUNT; k++)
+		if (r.off[k]) {	/* every protocol of it off */
+			snprintf(set_off[k], sizeof(set_off[k]), "collectives."
+				 "algorithms.%s.protocols={ll: false, ll128: "
+				 "false, simple: false}", coll_algo_names[k]);
+			sets[nsets++] = set_off[k];
+		}
 	if (config_load(cx, &system_schema, r.system, sets, nsets, s) != 0) {
 		if (r.lib && !cx->diag->oom)	/* whose --set it was */
 			diag_note(cx->diag, r.lib_at->file, r.lib_at->line,

@@ -177,3 +177,74 @@ Test(valid_coll, an_unknown_release_is_named)
 	valid_set_release(&set);
 	tmpdir_remove(dir);
 }
+
+/* `disabled_algorithms: [nvls, nvls_tree]` is a run with NCCL_NVLS_ENABLE
+ * =0: the library picks among the others. 16 MiB on 2 x 8 H100 is
+ * NVLSTree by default (the_release_preset_is_the_tables); with NVLS off it
+ * Tree or Ring (the choice's view of them, not their run, lost to
+ * NVLSTree: tree/LL128 runs 133 us here), never nvls / nvls_tree. */
+Test(valid_coll, disabled_algorithms_are_not_picked)
+{
+	static const char rows[] =
+		"system: dgx-h100\n"
+		"nodes: 2\n"
+		"op: allreduce\n"
+		"ranks: 16\n"
+		"rows:\n"
+		"  - [16777216, 185.4, 169.68]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-ON\n%s", rows);
+	write_file(path, dir, "a-on.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-OFF\ndisabled_algorithms: "
+		     "[nvls, nvls_tree]\n%s", rows);
+	write_file(path, dir, "b-off.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
+	cr_assert(strstr(set.t[1].rows[0].note, "nvls") == NULL, "%s",
+		  set.t[1].rows[0].note);
+	cr_assert(strncmp(set.t[1].rows[0].note, "tree/", 5) == 0 ||
+		  strncmp(set.t[1].rows[0].note, "ring/", 5) == 0, "%s",
+		  set.t[1].rows[0].note);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* Not a list, an unknown name, a name twice, the forced algorithm: each
+ * an error at the value. */
+Test(valid_coll, bad_disabled_algorithms_are_named)
+{
+	static const char *const bad[4][2] = {
+		{"disabled_algorithms: nvls\n", "expected a list"},
+		{"disabled_algorithms: [nvlss]\n", "got 'nvlss'"},
+		{"disabled_algorithms: [nvls, nvls]\n", "each once"},
+		{"algorithm: ring\ndisabled_algorithms: [ring]\n",
+		 "not the forced 'algorithm'"},
+	};
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		struct valid_set set;
+		struct config_ctx cx = {&A, &C.d, "."};
+		char dir[64], path[256], doc[1024];
+		int n;
+
+		memset(&set, 0, sizeof(set));
+		tmpdir_make(dir);
+		n = snprintf(doc, sizeof(doc), "id: BAD\n%s%s" ROWS, bad[k][0],
+			     HEAD);
+		write_file(path, dir, "bad.yaml", doc, (size_t)n);
+		cr_assert_eq(valid_collectives(&set, &cx, dir), -1, "%d", k);
+		cr_assert_has(capture_text(&C), bad[k][1]);
+		cr_assert_has(capture_text(&C), "bad.yaml:2:");
+		valid_set_release(&set);
+		tmpdir_remove(dir);
+	}
+}
