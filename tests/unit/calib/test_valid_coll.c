@@ -156,8 +156,8 @@ Test(valid_coll, the_release_preset_is_the_tables)
 	tmpdir_remove(dir);
 }
 
-/* A release that has no preset is an error naming the presets there
- * are, with a note at the table's key (not a run on the current one). */
+/* A release that has no preset is an error at the table's key naming
+ * the presets there are (not a run on the current release). */
 Test(valid_coll, an_unknown_release_is_named)
 {
 	struct valid_set set;
@@ -172,8 +172,9 @@ Test(valid_coll, an_unknown_release_is_named)
 	write_file(path, dir, "bad.yaml", doc, (size_t)n);
 	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
 	cr_assert_has(capture_text(&C), "no collectives preset 'nccl-2.99'");
-	cr_assert_has(capture_text(&C), "bad.yaml:2:14: note: 'collectives: "
-		      "nccl-2.99' of this table");
+	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
+		      " no collectives preset 'nccl-2.99' (presets: ");
+	cr_assert_has(capture_text(&C), "nccl-2.26, ");
 	valid_set_release(&set);
 	tmpdir_remove(dir);
 }
@@ -247,4 +248,65 @@ Test(valid_coll, bad_disabled_algorithms_are_named)
 		valid_set_release(&set);
 		tmpdir_remove(dir);
 	}
+}
+
+/* A release keeps the system's own collectives keys: dgx-b200 states
+ * NCCL's Blackwell ring LL128 cap (protocols.ll128.select_channel_busbw
+ * 34.5 GB/s a channel, 16 x 34.5 = 552 < 0.92 x 720: LL128 never beats
+ * Simple on 4 GPUs, collectives/README.md Round 41 nvls41), so a 16 MiB
+ * all-reduce on 4 B200 is ring/Simple (90.2 us) with or without
+ * `collectives: nccl-2.26`; nccl-2.26 over nccl.yaml's keys alone (the
+ * system's dropped, as a whole-preset swap did) runs ring/LL128, 62.6 us.
+ * The row's measured values are aiconfigurator's (NCCL 2.29.2 table). */
+Test(valid_coll, a_release_keeps_the_systems_keys)
+{
+	static const char rows[] =
+		"system: dgx-b200\n"
+		"op: allreduce\n"
+		"ranks: 4\n"
+		"rows:\n"
+		"  - [16777216, 99.0, 254.2]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
+	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
+		     "nccl-2.26\n%s", rows);
+	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_has(set.t[0].rows[0].note, "ring/simple");
+	cr_assert_has(set.t[1].rows[0].note, "ring/simple");
+	cr_assert_float_eq(set.t[1].rows[0].predicted,
+			   set.t[0].rows[0].predicted, 0);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* A release of another library than the system's is an error at the
+ * key: nccl-2.26 starts from nccl, mi300x-roce runs rccl. */
+Test(valid_coll, a_release_of_another_library_is_named)
+{
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.26\n"
+		     "system: mi300x-roce\nop: allreduce\nranks: 8\n" ROWS);
+	write_file(path, dir, "bad.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
+	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
+		      " release 'nccl-2.26' starts from 'nccl', but "
+		      "mi300x-roce runs 'rccl'");
+	valid_set_release(&set);
+	tmpdir_remove(dir);
 }
