@@ -136,6 +136,12 @@ void crun_set_release(struct crun_set *rs)
 		crun_free(r);
 	}
 	memset(rs->park, 0, sizeof(rs->park));
+	mem_free(rs->hc_stamp);
+	mem_free(rs->hc_rate);
+	rs->hc_stamp = NULL;
+	rs->hc_rate = NULL;
+	rs->hc_cap = rs->hc_gen = 0;
+	rs->hc_hid = 0;
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -230,7 +236,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
 			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0,
-			    NULL, 0 };
+			    NULL, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -423,42 +429,133 @@ static void evict(void *holder)
 	resume(r);
 }
 
+/*
+ * Replay r's state dt ns after its start, kept in its set (struct
+ * crun_set's hc_ fields) for the host callbacks: a guest's start asks
+ * host_next() and its solve, at the same ns, host_links(), each
+ * reading every flow's rate off the trajectory (state_at), a flow on
+ * each of a guest's links once per link (a 64-GPU all-to-all's flows
+ * cross most of a node's switch links); and half of the guests of the
+ * DeepSeek-V3 2,048-GPU plan's runs start while the last guest's host
+ * is in the same state. The state (phase, pending flows, each flow's
+ * rate, the next event, host_links' sums) is a function of the
+ * trajectory, its start and dt alone, the same for every dt from one
+ * at which it was read up to the next event of the phase (host_next:
+ * a flow's end or rate change; the next phase's start), so what is
+ * kept is what would be read again, bit for bit. Keyed by the replay's
+ * start number, not its address (a run freed and another allocated
+ * there). The set, or NULL when out of memory (the callers read the
+ * trajectory as before).
+ */
+static struct crun_set *host_state(const struct crun *r, units_ns_t dt)
+{
+	struct crun_set *rs = r->set;
+	uint32_t nf = r->cp->plan.nflows;
+
+	if (rs->hc_hid == r->hid &&
+	    (rs->hc_dt == dt ||
+	     (rs->hc_has_next && dt > rs->hc_dt && dt < rs->hc_end)))
+		return rs;
+	rs->hc_hid = 0;
+	rs->hc_nl = 0;
+	if (nf > rs->hc_cap) {
+		uint32_t *st = mem_realloc(rs->hc_stamp, nf * sizeof(*st));
+		double *rt;
+
+		if (!st)
+			return NULL;
+		rs->hc_stamp = st;
+		rt = mem_realloc(rs->hc_rate, nf * sizeof(*rt));
+		if (!rt)
+			return NULL;
+		rs->hc_rate = rt;
+		memset(st + rs->hc_cap, 0, (nf - rs->hc_cap) * sizeof(*st));
+		rs->hc_cap = nf;
+	}
+	if (++rs->hc_gen == 0) {	/* wrapped: no stamp may match */
+		if (rs->hc_cap)
+			memset(rs->hc_stamp, 0,
+			       rs->hc_cap * sizeof(*rs->hc_stamp));
+		rs->hc_gen = 1;
+	}
+	rs->hc_hid = r->hid;
+	rs->hc_dt = dt;
+	rs->hc_k = phase_at(r, dt, &rs->hc_pending);
+	rs->hc_has_next = 0;
+	return rs;
+}
+
 /* flow_set_host() callback: the ns of replay r's next event (a flow's end
  * or rate change, its next phase's start, its end), -1 if it is not a
- * running replay. */
+ * running replay. Keeps each live flow's rate now (host_state). */
 static units_ns_t host_next(void *holder)
 {
 	const struct crun *r = holder;
 	const struct ctraj *tr = r->tr;
 	const struct plan *p;
-	units_ns_t dt, next;
+	struct crun_set *rs;
+	units_ns_t dt, next, at, end;
 	uint32_t k, pending, i;
 
 	if (r->parked || !tr)
 		return -1;
 	p = &r->cp->plan;
 	dt = sim_now(r->sim) - r->t0;
+	rs = host_state(r, dt);
+	if (rs && rs->hc_has_next)
+		return rs->hc_next;
 	next = tr->total_ns;
-	k = phase_at(r, dt, &pending);
-	if (k >= tr->nphases)
-		return -1;
-	if (pending == 0)
-		return r->t0 + (tr->start_ns[k] < next ? tr->start_ns[k] : next);
-	for (i = p->phases[k].first; i < p->phases[k].first + p->phases[k].n;
-	     i++) {
-		uint32_t j = tr->rec_off[i + 1];
-
-		if (tr->end_ns[i] < dt)
-			continue;
-		if (tr->end_ns[i] < next)
-			next = tr->end_ns[i];
-		/* its first change at or after dt (state_at's successor) */
-		while (j > tr->rec_off[i] && tr->rec[j - 1].t_ns >= dt)
-			j--;
-		if (j < tr->rec_off[i + 1] && tr->rec[j].t_ns < next)
-			next = tr->rec[j].t_ns;
+	if (rs) {
+		k = rs->hc_k;
+		pending = rs->hc_pending;
+	} else {
+		k = phase_at(r, dt, &pending);
 	}
-	return r->t0 + next;
+	if (k >= tr->nphases) {
+		at = -1;
+		end = dt;	/* kept for this dt only */
+	} else if (pending == 0) {
+		end = tr->start_ns[k] < next ? tr->start_ns[k] : next;
+		at = r->t0 + end;
+	} else {
+		for (i = p->phases[k].first;
+		     i < p->phases[k].first + p->phases[k].n; i++) {
+			uint32_t j = tr->rec_off[i + 1];
+
+			if (tr->end_ns[i] < dt) {
+				if (rs) {
+					rs->hc_stamp[i] = rs->hc_gen;
+					rs->hc_rate[i] = -1;
+				}
+				continue;
+			}
+			if (tr->end_ns[i] < next)
+				next = tr->end_ns[i];
+			/* its first change at or after dt (state_at's
+			 * successor) */
+			while (j > tr->rec_off[i] && tr->rec[j - 1].t_ns >= dt)
+				j--;
+			if (j < tr->rec_off[i + 1] && tr->rec[j].t_ns < next)
+				next = tr->rec[j].t_ns;
+			/* its rate now: state_at's record (none before dt:
+			 * host_links asks state_at, which says so) */
+			if (rs && j > tr->rec_off[i]) {
+				rs->hc_stamp[i] = rs->hc_gen;
+				rs->hc_rate[i] = tr->rec[j - 1].rate_Bps;
+			}
+		}
+		at = r->t0 + next;
+		/* the next phase starts after this one's flows end: kept
+		 * up to it all the same, whatever the trajectory says */
+		end = k + 1 < tr->nphases && tr->start_ns[k + 1] < next ?
+		      tr->start_ns[k + 1] : next;
+	}
+	if (rs) {
+		rs->hc_next = at;
+		rs->hc_end = end;
+		rs->hc_has_next = 1;
+	}
+	return at;
 }
 
 /* Index of link l in the ascending links[0..n-1]; n if absent. */
@@ -525,6 +622,36 @@ fail:
 	return -1;
 }
 
+/* Whether rs keeps host_links()'s answer for link l in its state: then
+ * into *left, *cnt, *maxr. */
+static int kept_link(const struct crun_set *rs, uint32_t l, double *left,
+		     uint32_t *cnt, double *maxr)
+{
+	uint32_t i;
+
+	for (i = 0; i < rs->hc_nl; i++)
+		if (rs->hc_link[i] == l) {
+			*left = rs->hc_left[i];
+			*cnt = rs->hc_cnt[i];
+			*maxr = rs->hc_maxr[i];
+			return 1;
+		}
+	return 0;
+}
+
+/* Keep host_links()'s answer for link l in rs's state (rs NULL, or its
+ * room full: not kept). */
+static void keep_link(struct crun_set *rs, uint32_t l, double left,
+		      uint32_t cnt, double maxr)
+{
+	if (!rs || rs->hc_nl == CRUN_HC_LINKS)
+		return;
+	rs->hc_link[rs->hc_nl] = l;
+	rs->hc_left[rs->hc_nl] = left;
+	rs->hc_cnt[rs->hc_nl] = cnt;
+	rs->hc_maxr[rs->hc_nl++] = maxr;
+}
+
 /* flow_set_host() callback: for each of links[0..n-1], what replay r's
  * live flows would leave of it as variables (adopt_phase's order: plan
  * order, each at its rate now), how many they are and the fastest. A
@@ -536,6 +663,7 @@ static void host_links(void *holder, const uint32_t *links, uint32_t n,
 	const struct ctraj *tr = r->tr;
 	const struct plan *p = &r->cp->plan;
 	units_ns_t dt = sim_now(r->sim) - r->t0;
+	struct crun_set *rs = host_state(r, dt);
 	uint32_t k, pending, i, j;
 
 	for (j = 0; j < n; j++) {
@@ -543,7 +671,12 @@ static void host_links(void *holder, const uint32_t *links, uint32_t n,
 		cnt[j] = 0;
 		maxr[j] = 0;
 	}
-	k = phase_at(r, dt, &pending);
+	if (rs) {
+		k = rs->hc_k;
+		pending = rs->hc_pending;
+	} else {
+		k = phase_at(r, dt, &pending);
+	}
 	if (pending == 0)
 		return;
 	if (index_links(r->cp) == 0) {
@@ -553,10 +686,17 @@ static void host_links(void *holder, const uint32_t *links, uint32_t n,
 		const uint32_t *all = plan_links(p, &nl);
 
 		for (j = 0; j < n; j++) {
-			uint32_t d = link_index(all, nl, links[j]), x, hi;
+			uint32_t d, x, hi;
 
-			if (d == nl)
+			if (rs && kept_link(rs, links[j], &left[j], &cnt[j],
+					    &maxr[j]))
 				continue;
+			d = link_index(all, nl, links[j]);
+			if (d == nl) {
+				keep_link(rs, links[j], left[j], cnt[j],
+					  maxr[j]);
+				continue;
+			}
 			/* A link's entries are in flow order (index_links):
 			 * phase k's are one run of them, found by bisection
 			 * (a NIC's list holds the flows of every phase). */
@@ -575,14 +715,29 @@ static void host_links(void *holder, const uint32_t *links, uint32_t n,
 				double rate;
 
 				i = cp->link_flow[x];
-				if (tr->end_ns[i] < dt)
+				if (!rs) {
+					if (tr->end_ns[i] < dt)
+						continue;
+					rate = state_at(tr, i, dt)->rate_Bps;
+				} else if (rs->hc_stamp[i] == rs->hc_gen) {
+					rate = rs->hc_rate[i];
+					if (rate < 0)	/* ended before dt */
+						continue;
+				} else if (tr->end_ns[i] < dt) {
+					rs->hc_stamp[i] = rs->hc_gen;
+					rs->hc_rate[i] = -1;
 					continue;
-				rate = state_at(tr, i, dt)->rate_Bps;
+				} else {
+					rate = state_at(tr, i, dt)->rate_Bps;
+					rs->hc_stamp[i] = rs->hc_gen;
+					rs->hc_rate[i] = rate;
+				}
 				left[j] -= p->elem_coef[cp->link_elem[x]] * rate;
 				cnt[j]++;
 				if (rate > maxr[j])
 					maxr[j] = rate;
 			}
+			keep_link(rs, links[j], left[j], cnt[j], maxr[j]);
 		}
 		return;
 	}
@@ -666,7 +821,7 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done,
 			    token, NULL, NULL, sim_now(sim), 0, 0, NULL, 0,
-			    0, NULL, 0 };
+			    0, NULL, 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, finish_ev, r);
 	if (!r->end_ev) {
 		mem_free(r);
@@ -717,6 +872,7 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		r->token = token;
 		r->tr = tr;
 		r->t0 = t0;
+		r->hid = ++rs->hid_next;
 		r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 		if (!r->end_ev) {
 			unpark(r);
@@ -747,9 +903,10 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 				    cp->per_byte ? scale : cp->size_B, 1, 0, 0,
 				    done, token, NULL, tr, t0, 0, 0, NULL, 0,
-				    0, NULL, 0 };
+				    0, NULL, 0, 0 };
 	r->tr = tr;
 	r->t0 = t0;
+	r->hid = ++rs->hid_next;
 	r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
 		flow_release(fn, links, nlinks, r);

@@ -33,6 +33,8 @@ struct crun {
 	const struct ctraj *late;	/* a late replay's trajectory, tried
 					 * when phase 0's flows are due */
 	units_ns_t late_t0;	/* ns, when that run started */
+	uint64_t hid;		/* a replay: its start's number (set->
+				 * hid_next), the key of set's hc_ state */
 };
 
 /* A flow of a recorded run: its done argument. */
