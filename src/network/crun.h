@@ -71,6 +71,7 @@ struct crun_set {
 	/* host_links()'s answers in that state, for up to CRUN_HC_LINKS
 	 * links: what is left of hc_link[i], how many flows, the fastest */
 	uint32_t hc_nl;
+	uint64_t hc_kept;	/* links host_links() answered from them */
 	uint32_t hc_link[CRUN_HC_LINKS], hc_cnt[CRUN_HC_LINKS];
 	double hc_left[CRUN_HC_LINKS], hc_maxr[CRUN_HC_LINKS];
 };
@@ -165,6 +166,9 @@ uint64_t crun_reheld(const struct crun_set *rs);
 uint64_t crun_detached(const struct crun_set *rs);
 uint64_t crun_reclaimed(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
+/* Links whose host_links() sums were kept from an earlier guest's in the
+ * same state of its host (crun_host.c). */
+uint64_t crun_host_kept(const struct crun_set *rs);
 /* Late replays (crun_start_late), and the plan flows they did not start. */
 uint64_t crun_late(const struct crun_set *rs);
 uint64_t crun_late_flows(const struct crun_set *rs);

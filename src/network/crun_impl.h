@@ -60,4 +60,19 @@ struct recorder {
 	int failed;
 };
 
+/* The last rate change of plan flow i before dt (ns after the start). */
+const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,
+				      units_ns_t dt);
+
+/* The phase of replay r dt ns after its start, and in *pending how many
+ * of its flows have not ended before dt (crun.c). */
+uint32_t crun_phase_at(const struct crun *r, units_ns_t dt,
+		       uint32_t *pending);
+
+/* flow_set_host()'s callbacks for a running replay (crun_host.c): its
+ * next event, and what its flows leave of links[0..n-1]. */
+units_ns_t crun_host_next(void *holder);
+void crun_host_links(void *holder, const uint32_t *links, uint32_t n,
+		     double *left, uint32_t *cnt, double *maxr);
+
 #endif
