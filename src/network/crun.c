@@ -317,18 +317,6 @@ static void unpark(struct crun *r)
 	crun_free(r);
 }
 
-/* The last rate change of plan flow i before dt (ns after the start). */
-const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,
-				      units_ns_t dt)
-{
-	uint32_t k = tr->rec_off[i + 1];
-
-	while (k > tr->rec_off[i] && tr->rec[k - 1].t_ns >= dt)
-		k--;
-	if (k == tr->rec_off[i])
-		BUG("run: a replayed flow with no rate before now");
-	return &tr->rec[k - 1];
-}
 
 /* Adopt the flows of the current phase that end at or after dt; 0 or
  * -1 (memory: the flownet's failure flag reports it). */
@@ -360,28 +348,6 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	return rv;
 }
 
-/* The phase of a replay dt after its start, and in *pending how many of
- * its flows have not ended before dt: the last phase whose flows started
- * before dt, or the next one when all of them ended before dt (pending
- * 0: the run waits for its start). */
-uint32_t crun_phase_at(const struct crun *r, units_ns_t dt,
-		       uint32_t *pending)
-{
-	const struct ctraj *tr = r->tr;
-	const struct plan *p = &r->cp->plan;
-	uint32_t k = 0, i;
-
-	*pending = 0;
-	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
-		k++;
-	if (tr->start_ns[k] < dt)
-		for (i = p->phases[k].first;
-		     i < p->phases[k].first + p->phases[k].n; i++)
-			*pending += tr->end_ns[i] >= dt;
-	if (tr->start_ns[k] < dt && *pending == 0)
-		k++;	/* between phases k and k + 1 */
-	return k;
-}
 
 /*
  * Replay r becomes the run it stands for, at its state now (dt after its

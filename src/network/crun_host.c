@@ -1,13 +1,51 @@
 /*
- * crun_host.c - a running replay as the host of guests (flow.c): the
- * callbacks flow_set_host() takes, reading the replay's state off its
- * trajectory (crun.c replays it; crun.c's head says why that is exact).
+ * crun_host.c - a running replay read off its trajectory: its state at a
+ * time (crun_state_at, crun_phase_at; crun.c resumes it as flows from
+ * there) and the callbacks flow_set_host() takes while it hosts guests
+ * (flow.c). crun.c replays it; its head says why that is exact.
  */
 #include "crun_impl.h"
 
 #include <string.h>
 
+#include "base/diag.h"
 #include "base/mem.h"
+
+/* The last rate change of plan flow i before dt (ns after the start). */
+const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,
+				      units_ns_t dt)
+{
+	uint32_t k = tr->rec_off[i + 1];
+
+	while (k > tr->rec_off[i] && tr->rec[k - 1].t_ns >= dt)
+		k--;
+	if (k == tr->rec_off[i])
+		BUG("run: a replayed flow with no rate before now");
+	return &tr->rec[k - 1];
+}
+
+/* The phase of a replay dt after its start, and in *pending how many of
+ * its flows have not ended before dt: the last phase whose flows started
+ * before dt, or the next one when all of them ended before dt (pending
+ * 0: the run waits for its start). */
+uint32_t crun_phase_at(const struct crun *r, units_ns_t dt,
+		       uint32_t *pending)
+{
+	const struct ctraj *tr = r->tr;
+	const struct plan *p = &r->cp->plan;
+	uint32_t k = 0, i;
+
+	*pending = 0;
+	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
+		k++;
+	if (tr->start_ns[k] < dt)
+		for (i = p->phases[k].first;
+		     i < p->phases[k].first + p->phases[k].n; i++)
+			*pending += tr->end_ns[i] >= dt;
+	if (tr->start_ns[k] < dt && *pending == 0)
+		k++;	/* between phases k and k + 1 */
+	return k;
+}
 
 /*
  * Replay r's state dt ns after its start, kept in its set (struct

@@ -65,7 +65,7 @@ const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,
 				      units_ns_t dt);
 
 /* The phase of replay r dt ns after its start, and in *pending how many
- * of its flows have not ended before dt (crun.c). */
+ * of its flows have not ended before dt (crun_host.c). */
 uint32_t crun_phase_at(const struct crun *r, units_ns_t dt,
 		       uint32_t *pending);
 
