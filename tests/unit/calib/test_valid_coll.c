@@ -129,6 +129,16 @@ Test(valid_coll, bad_engine_kernel_max_is_named)
 		   "'engine_kernel_max_B': expected a whole number of bytes");
 }
 
+/* 16 MiB all-reduce on 2 x 8 H100, nccl-tests #309's row (185.4 us,
+ * busbw 169.68 GB/s). */
+#define H100_2N                                                           \
+	"system: dgx-h100\n"                                              \
+	"nodes: 2\n"                                                      \
+	"op: allreduce\n"                                                 \
+	"ranks: 16\n"                                                     \
+	"rows:\n"                                                         \
+	"  - [16777216, 185.4, 169.68]\n"
+
 /* `collectives: nccl-2.26` runs the table on that release's preset, the
  * system's own keys kept. On 2 x 8 H100 a 16 MiB all-reduce is NVLSTree
  * under both releases (collectives/README.md, Round 43 mnode43); NCCL's
@@ -139,19 +149,12 @@ Test(valid_coll, bad_engine_kernel_max_is_named)
  * #309's (185.4 us, busbw 169.68 GB/s). */
 Test(valid_coll, the_release_preset_is_the_tables)
 {
-	static const char rows[] =
-		"system: dgx-h100\n"
-		"nodes: 2\n"
-		"op: allreduce\n"
-		"ranks: 16\n"
-		"rows:\n"
-		"  - [16777216, 185.4, 169.68]\n";
 	struct valid_set set;
 	char dir[64], t_cur[32], t_old[32];
 	double t0, t1;
 
 	read_pair(&set, dir, "id: A-CURRENT\n",
-		  "id: B-NCCL226\ncollectives: nccl-2.26\n", rows);
+		  "id: B-NCCL226\ncollectives: nccl-2.26\n", H100_2N);
 	cr_assert_str_eq(set.t[1].id, "B-NCCL226");
 	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
 	cr_assert_has(set.t[1].rows[0].note, "nvls_tree/simple");
@@ -184,18 +187,12 @@ Test(valid_coll, an_unknown_release_is_named)
  * NVLSTree: tree/LL128 runs 133 us here), never nvls / nvls_tree. */
 Test(valid_coll, disabled_algorithms_are_not_picked)
 {
-	static const char rows[] =
-		"system: dgx-h100\n"
-		"nodes: 2\n"
-		"op: allreduce\n"
-		"ranks: 16\n"
-		"rows:\n"
-		"  - [16777216, 185.4, 169.68]\n";
 	struct valid_set set;
 	char dir[64];
 
 	read_pair(&set, dir, "id: A-ON\n",
-		  "id: B-OFF\ndisabled_algorithms: [nvls, nvls_tree]\n", rows);
+		  "id: B-OFF\ndisabled_algorithms: [nvls, nvls_tree]\n",
+		  H100_2N);
 	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
 	cr_assert(strstr(set.t[1].rows[0].note, "nvls") == NULL, "%s",
 		  set.t[1].rows[0].note);
