@@ -227,6 +227,129 @@ static int select_check(const struct coll_lib_spec *lib, int a,
 	return 0;
 }
 
+/* How an algorithm-level key is stored, to tell whether it is set. */
+enum own_kind {
+	OWN_PROTO_BYTES,	/* struct coll_proto_bytes: any protocol > 0 */
+	OWN_PROTO_FLAGS,	/* struct coll_proto_flags: any protocol on */
+	OWN_INT,		/* int64_t > 0 */
+	OWN_RATE,		/* double > 0 */
+};
+
+#define ABIT(a) (1u << (a))
+
+/* The keys of an algorithm's own mapping that only some algorithms'
+ * builders read (src/network); set under another, the key would be
+ * ignored without a word. The reader of each: */
+static const struct {
+	const char *key;
+	size_t off;
+	enum own_kind kind;
+	unsigned owners;	/* ABIT of the algorithms that read it */
+	const char *what;
+} algo_only[] = {
+	/* algo_ring.c channels(): pipe.chan_min_B, for rings and trees */
+	{ "channel_min_bytes", offsetof(struct coll_algo_spec, channel_min_B),
+	  OWN_PROTO_BYTES, ABIT(ALGO_RING) | ABIT(ALGO_TREE),
+	  "the channels a ring's or tree's kernel runs" },
+	{ "channel_min_bytes_per_rank",
+	  offsetof(struct coll_algo_spec, channel_min_rank_B),
+	  OWN_PROTO_BYTES, ABIT(ALGO_RING) | ABIT(ALGO_TREE),
+	  "the channels a ring's or tree's kernel runs" },
+	/* algo_ring.c chain_latency(): a ring's broadcast / reduce chain */
+	{ "select_chain_steps", offsetof(struct coll_algo_spec,
+					 select_chain_steps),
+	  OWN_INT, ABIT(ALGO_RING), "a ring chain's steps in the choice" },
+	/* algo_ring.c algo_tree(): reduce, then broadcast */
+	{ "up_then_down", offsetof(struct coll_algo_spec, up_then_down),
+	  OWN_PROTO_FLAGS, ABIT(ALGO_TREE), "a tree all-reduce's two ways" },
+	/* algo.c algo_direct(): the all-reduce's step between its shots
+	 * (p2p shares the builder but never runs an all-reduce) */
+	{ "reduce_bandwidth", offsetof(struct coll_algo_spec, reduce_Bps),
+	  OWN_RATE, ABIT(ALGO_DIRECT), "the all-pairs all-reduce's local "
+	  "reduction" },
+};
+
+/* The protocol at which key i is set under as (0 where the key has no
+ * protocols), or -1 where it is not set. */
+static int algo_key_set(const struct coll_algo_spec *as, size_t i)
+{
+	const char *v = (const char *)as + algo_only[i].off;
+	int p;
+
+	switch (algo_only[i].kind) {
+	case OWN_PROTO_BYTES:
+		for (p = 0; p < PROTO_COUNT; p++)
+			if (((const struct coll_proto_bytes *)(const void *)v)
+				    ->b[p] > 0)
+				return p;
+		return -1;
+	case OWN_PROTO_FLAGS:
+		for (p = 0; p < PROTO_COUNT; p++)
+			if (((const struct coll_proto_flags *)(const void *)v)
+				    ->on[p])
+				return p;
+		return -1;
+	case OWN_INT: {
+		int64_t n;
+
+		memcpy(&n, v, sizeof(n));
+		return n > 0 ? 0 : -1;
+	}
+	case OWN_RATE: {
+		double r;
+
+		memcpy(&r, v, sizeof(r));
+		return r > 0 ? 0 : -1;
+	}
+	}
+	return -1;
+}
+
+/* "'algorithms.ring' or 'algorithms.tree'" into o (KEY_MAX). */
+static const char *owner_names(char *o, unsigned owners)
+{
+	size_t n = 0;
+	int a, left = 0;
+
+	for (a = 0; a < ALGO_COUNT; a++)
+		left += (int)((owners >> a) & 1u);
+	o[0] = '\0';
+	for (a = 0; a < ALGO_COUNT && n < KEY_MAX; a++) {
+		if (!((owners >> a) & 1u))
+			continue;
+		left--;
+		n += (size_t)snprintf(o + n, KEY_MAX - n, "'algorithms.%s'%s",
+				      coll_algo_names[a], left > 1 ? ", " :
+				      left == 1 ? " or " : "");
+	}
+	return o;
+}
+
+/* A key of algo_only set under an algorithm that does not read it: the
+ * error at its value (the first protocol set). 0, or -1. */
+static int algo_owner(const struct coll_lib_spec *lib, int a,
+		      const struct schema_at *at, struct diag *d)
+{
+	char k[KEY_MAX], o[KEY_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(algo_only) / sizeof(algo_only[0]); i++) {
+		int p = algo_key_set(&lib->algo[a], i);
+		int perp = algo_only[i].kind == OWN_PROTO_BYTES ||
+			   algo_only[i].kind == OWN_PROTO_FLAGS;
+
+		if (p < 0 || ((algo_only[i].owners >> a) & 1u))
+			continue;
+		schema_check_error(d, at, akey(k, a, algo_only[i].key,
+					       perp ? p : -1, NULL),
+				   "expected it under %s only (%s), got it "
+				   "under %s", owner_names(o, algo_only[i].owners),
+				   algo_only[i].what, coll_algo_names[a]);
+		return -1;
+	}
+	return 0;
+}
+
 /* Every protocol an algorithm offers must have a bandwidth factor. */
 int coll_lib_check(void *obj, const struct schema_at *at, struct diag *d)
 {
@@ -241,7 +364,8 @@ int coll_lib_check(void *obj, const struct schema_at *at, struct diag *d)
 
 	for (a = 0; a < ALGO_COUNT; a++)
 		if (peer_check(lib, a, at, d) != 0 ||
-		    select_check(lib, a, at, d) != 0)
+		    select_check(lib, a, at, d) != 0 ||
+		    algo_owner(lib, a, at, d) != 0)
 			rc = -1;
 	for (a = 0; a < ALGO_COUNT; a++)
 		for (p = 0; p < PROTO_COUNT; p++) {
