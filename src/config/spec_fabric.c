@@ -35,7 +35,7 @@ static const struct schema_field link_fields[] = {
 	{ .key = "lanes", .type = ST_INT, .offset = LOFF(lanes), .def = "1",
 	  .min = 1, .max = 64, .help = "lanes per port" },
 	{ .key = "line_code", .type = ST_NUM, .offset = LOFF(line_code),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of signalled bits that are link data (e.g. 128/130)" },
 	{ .key = "packet_payload", .type = ST_BYTES,
 	  .offset = LOFF(packet_payload_B), .def = "0 B", .max = 1e6,
@@ -52,7 +52,7 @@ static const struct schema_field link_fields[] = {
 	  .def = "0 ns", .max = 1e-3, .flags = SF_FIT,
 	  .help = "one hop: wire, PHY, controller" },
 	{ .key = "sustained", .type = ST_NUM, .offset = LOFF(sustained),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_FIT,
 	  .help = "fraction of framed payload rate endpoints sustain (measured)" },
 };
 
@@ -112,8 +112,8 @@ static const struct schema_field fabric_fields[] = {
 	  .offset = OFF(in_switch_reduction), .def = "false",
 	  .help = "switches reduce in the network (NVLS, SHARP)" },
 	{ .key = "reduction_efficiency", .type = ST_NUM,
-	  .offset = OFF(reduction_efficiency), .def = "1", .min = 0, .max = 1,
-	  .flags = SF_MIN_EXCL,
+	  .offset = OFF(reduction_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of link rate in-switch reduction sustains" },
 	{ .key = "gpus_per_switch", .type = ST_INT, .offset = OFF(gpus_per_switch),
 	  .def = "2", .min = 1, .max = 1024,
