@@ -12,7 +12,10 @@
  * per node + local index). Sizes follow rccl-tests: plain bytes or K/M/G
  * suffixes of 2^10/2^20/2^30, from --min to --max multiplying by the step
  * factor; as there, a size is rounded down to whole elements (and, for
- * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks).
+ * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks),
+ * and the count column is the call's (per rank for those three). A size
+ * with no whole element (per rank) is left out with a warning: the
+ * testers print it as count 0, which NCCL launches nothing for.
  * `sendrecv` is nccl-tests' pattern: every rank sends the size to the next
  * rank and receives from the previous one, all at once.
  *
@@ -551,7 +554,10 @@ static int time_size(struct net *n, const struct opts *o,
 	if (rc == 0 && o->op == COLL_SENDRECV)
 		row->r.busbw_Bps = row->r.algbw_Bps;	/* nccl-tests: factor 1 */
 	row->size_B = size;
-	row->count = size / dtype_size(o->dtype);
+	/* the count nccl-tests and rccl-tests print is the call's own
+	 * (args->nbytes / wordSize: paramcount), per rank where the
+	 * buffer is split over the ranks */
+	row->count = size / granule(o);
 	return rc;
 }
 
@@ -598,20 +604,46 @@ static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 		     struct row *rows, int *nrows, struct diag *d)
 {
 	double s, g = granule(o);
+	int empty = 0;
 
 	*nrows = 0;
 	for (s = o->min_B; s <= o->max_B * (1 + 1e-12); s *= o->factor) {
+		double b = floor(s / g) * g;
+
 		if (*nrows == MAX_ROWS) {
 			diag_error(d, NULL, 0, 0, "more than %d sizes from --min "
 				   "to --max; raise --step-factor", MAX_ROWS);
 			return -1;
 		}
-		if (time_size(n, o, gpus, floor(s / g) * g, &rows[*nrows], d))
-			return -1;
-		++*nrows;
+		/* No whole element (per rank): the testers call the
+		 * library with count 0, which NCCL discards without a
+		 * launch (enqueue.cc taskAppend: "Empty collectives can be
+		 * discarded"); its base latency would be a wrong time. */
+		if (b > 0) {
+			if (time_size(n, o, gpus, b, &rows[*nrows], d))
+				return -1;
+			++*nrows;
+		} else {
+			empty++;
+		}
 		if (o->factor <= 1)
 			break;
 	}
+	if (empty && *nrows == 0) {
+		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds no whole "
+			   "element%s: %s over %ld ranks moves a multiple of "
+			   "%.0f B (NCCL launches nothing for count 0)",
+			   o->max_B, g > dtype_size(o->dtype) ? " per rank" : "",
+			   coll_op_name(o), o->ranks, g);
+		return -1;
+	}
+	if (empty)
+		diag_warn(d, NULL, 0, 0, "%d size%s below %.0f B left out: "
+			  "%s over %ld ranks moves a multiple of it (a whole "
+			  "%s element%s), and a smaller size is count 0, "
+			  "which NCCL launches nothing for", empty,
+			  empty == 1 ? "" : "s", g, coll_op_name(o), o->ranks,
+			  o->dtype, g > dtype_size(o->dtype) ? " per rank" : "");
 	return 0;
 }
 
