@@ -156,10 +156,11 @@ struct schema {
  * attention, memory and cast efficiencies and rates, a link's line code
  * and sustained share, a switch's reduction efficiency) a config may
  * give: 1 %. Times scale by 1 / efficiency, and the lowest shipped is
- * 4.6 % (gb300 chunk_bwd_efficiency, a measured Mamba chunk scan; the
- * next 20.4 %, h200 flash_triton_bwd_efficiency); a value below 1 % is a
- * slip (1e-9 made a Llama 3 8B step outrun the engine's 146-year clock,
- * 1e-4 printed a 21-hour step as a result). */
+ * 4.6 % (Blackwell chunk_bwd_efficiency, fla's chunk_gdn on GB200; the
+ * chunk efficiencies are 4.6-27 %, every other is >= 20.4 %, h200
+ * flash_triton_bwd_efficiency); a value below 1 % is a slip (1e-9 made
+ * a Llama 3 8B step outrun the engine's 146-year clock, 1e-4 printed a
+ * 21-hour step as a result). */
 #define SCHEMA_EFF_MIN 0.01
 
 /*
