@@ -94,8 +94,13 @@ static const struct schema_field fabric_fields[] = {
 	{ .key = "links_per_endpoint", .type = ST_INT,
 	  .offset = OFF(links_per_endpoint), .def = "1", .min = 1, .max = 1024,
 	  .help = "ports each GPU (scale-up) or NIC (scale-out) has into the fabric" },
+	/* 0, or at least 1 GB/s: below NCCL's slowest link (6 GB/s,
+	 * NVIDIA/nccl src/graph/topo.h BDW_QPI_BW) a GPU's ports together
+	 * are a unit slip (1 MB/s priced a 1 MiB MI300X all-reduce at
+	 * 1.8 s); the shipped one is 322 GB/s. */
 	{ .key = "endpoint_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = OFF(endpoint_bandwidth_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = OFF(endpoint_bandwidth_Bps), .def = "0 B/s", .min = 1e9,
+	  .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "mesh: what one GPU's ports carry together, per direction, "
 		  "when all are busy (below the sum of their links); 0 = that "
 		  "sum" },

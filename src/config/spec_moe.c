@@ -40,8 +40,12 @@ static const struct schema_field ep_fields[] = {
 	{ .key = "sms", .type = ST_INT, .offset = EOFF(sms), .def = "0",
 	  .min = 0, .max = 1024,
 	  .help = "SMs/CUs its kernels hold (0: the collective library's)" },
+	/* 0 (none), or at least 1 GB/s: DeepEP's SMs copy 18.5 GB/s each
+	 * (deepep.yaml, measured); an SM moving one byte a clock at 1 GHz
+	 * already makes 1 GB/s, so less is a unit slip (1 MB/s priced a
+	 * 4096-token dispatch at 13.7 s). */
 	{ .key = "sm_rate", .type = ST_BANDWIDTH, .offset = EOFF(sm_rate_Bps),
-	  .def = "0 GB/s", .max = 1e13,
+	  .def = "0 GB/s", .min = 1e9, .max = 1e13, .flags = SF_ZERO_OFF,
 	  .help = "bytes one SM copies per second (bounds a GPU at sms x rate)" },
 	{ .key = "fp8_row_cost", .type = ST_TIME, .offset = EOFF(fp8_row_cost_s),
 	  .def = "0 us", .max = 1e-3,
