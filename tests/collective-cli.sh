@@ -106,6 +106,13 @@ grep -q "warning: 5 sizes below 32 B left out" "$tmp/err" ||
 status 2 "no whole element" --system dgx-h100 --op allgather --ranks 8 --min 1 --max 16
 grep -q -- "--max (16 B) holds no whole element per rank" "$tmp/err" ||
 	{ echo "FAIL: message for --max 16"; cat "$tmp/err"; fail=1; }
+# --group G splits a size over G operations (size / G bytes each): whole
+# elements per operation. 4 broadcasts of float: 16 B is one element each
+# (count 1); 4 and 8 B were timed as quarter and half elements.
+check "group granule" "$llmsim" collective --system dgx-h100 --op broadcast \
+	--group 4 --ranks 8 --min 4 --max 32 --no-store
+got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }' | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "16:1 32:2" ] || { echo "FAIL: group sizes: '$got', expected '16:1 32:2'"; fail=1; }
 
 # dtype spellings both ways give the same prediction.
 "$llmsim" collective --system mi300x-roce --op allreduce --ranks 8 --min 1M \

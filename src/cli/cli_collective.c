@@ -13,9 +13,11 @@
  * suffixes of 2^10/2^20/2^30, from --min to --max multiplying by the step
  * factor; as there, a size is rounded down to whole elements (and, for
  * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks),
- * and the count column is the call's (per rank for those three). A size
- * with no whole element (per rank) is left out with a warning: the
- * testers print it as count 0, which NCCL launches nothing for.
+ * and the count column is the call's (per rank for those three; with
+ * --group G, per operation: sizes in whole elements of G operations). A
+ * size with no whole element (per rank or operation) is left out with a
+ * warning: the testers print it as count 0, which NCCL launches nothing
+ * for.
  * `sendrecv` is nccl-tests' pattern: every rank sends the size to the next
  * rank and receives from the previous one, all at once.
  *
@@ -505,7 +507,9 @@ static int parse(struct opts *o, int argc, char **argv)
 	return CLI_OK;
 }
 
-/* Bytes a size is rounded down to a multiple of. */
+/* Bytes a size is rounded down to a multiple of: whole elements per
+ * rank for the ops that split the buffer over the ranks, and per
+ * operation for a --group of broadcasts or reduces (size / G each). */
 static double granule(const struct opts *o)
 {
 	double g = dtype_size(o->dtype);
@@ -513,6 +517,8 @@ static double granule(const struct opts *o)
 	if (o->op == COLL_ALLGATHER || o->op == COLL_REDUCESCATTER ||
 	    o->op == COLL_ALLTOALL)
 		g *= (double)o->ranks;
+	if (o->group > 1)
+		g *= (double)o->group;
 	return g;
 }
 
@@ -600,6 +606,35 @@ static int run_ep(struct net *n, const struct opts *o,
 	return 0;
 }
 
+/* The sizes run_sizes left out (empty of them, below one granule g):
+ * a warning, or an error when none was left to time. 0 or -1. */
+static int left_out(const struct opts *o, double g, int empty, int nrows,
+		    struct diag *d)
+{
+	char what[96];
+	const char *per = o->group > 1 ? " per operation" :
+			  g > dtype_size(o->dtype) ? " per rank" : "";
+
+	if (o->group > 1)
+		snprintf(what, sizeof(what), "a group of %ld %s operations "
+			 "over %ld ranks", o->group, coll_op_name(o), o->ranks);
+	else
+		snprintf(what, sizeof(what), "%s over %ld ranks",
+			 coll_op_name(o), o->ranks);
+	if (nrows == 0) {
+		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds no whole "
+			   "element%s: %s moves a multiple of %.0f B (NCCL "
+			   "launches nothing for count 0)", o->max_B, per,
+			   what, g);
+		return -1;
+	}
+	diag_warn(d, NULL, 0, 0, "%d size%s below %.0f B left out: %s moves "
+		  "a multiple of it (a whole %s element%s), and a smaller size "
+		  "is count 0, which NCCL launches nothing for", empty,
+		  empty == 1 ? "" : "s", g, what, o->dtype, per);
+	return 0;
+}
+
 static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 		     struct row *rows, int *nrows, struct diag *d)
 {
@@ -629,21 +664,8 @@ static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 		if (o->factor <= 1)
 			break;
 	}
-	if (empty && *nrows == 0) {
-		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds no whole "
-			   "element%s: %s over %ld ranks moves a multiple of "
-			   "%.0f B (NCCL launches nothing for count 0)",
-			   o->max_B, g > dtype_size(o->dtype) ? " per rank" : "",
-			   coll_op_name(o), o->ranks, g);
-		return -1;
-	}
 	if (empty)
-		diag_warn(d, NULL, 0, 0, "%d size%s below %.0f B left out: "
-			  "%s over %ld ranks moves a multiple of it (a whole "
-			  "%s element%s), and a smaller size is count 0, "
-			  "which NCCL launches nothing for", empty,
-			  empty == 1 ? "" : "s", g, coll_op_name(o), o->ranks,
-			  o->dtype, g > dtype_size(o->dtype) ? " per rank" : "");
+		return left_out(o, g, empty, *nrows, d);
 	return 0;
 }
 
