@@ -67,15 +67,17 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(fp8_scale_B), .def = "0 B", .max = 64,
 	  .help = "fp8 dispatch: bytes of one such scale (fp32: 4 B)" },
 	{ .key = "scale_up_efficiency", .type = ST_NUM,
-	  .offset = EOFF(scale_up_eff), .def = "1", .min = 0.01, .max = 1,
+	  .offset = EOFF(scale_up_eff), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "share of the scale-up links' sustained rate the kernels "
 		  "reach" },
 	{ .key = "scale_out_efficiency", .type = ST_NUM,
-	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
+	  .offset = EOFF(scale_out_eff), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "share of the scale-out links' sustained rate the kernels "
 		  "reach" },
 	{ .key = "busy_rate", .type = ST_NUM, .offset = EOFF(busy_rate),
-	  .def = "1", .min = 0.01, .max = 1,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "rate at which its dispatch/combine kernels progress while "
 		  "a compute kernel runs on their GPU (1: unaffected; the "
 		  "call is stretched by the work it lost)" },
