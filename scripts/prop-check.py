@@ -21,7 +21,13 @@ whatever the model constants are:
                stays) with max_num_seqs, offline, while the KV cache holds the
                batch; TTFT grows with the prompt; H100 -> H200 never slower
   collective   time grows with size; busbw <= the scale-up link bound inside
-               a node (x 2 (n-1)/n for an all-reduce where the switch reduces)
+               a node (x 2 (n-1)/n for an all-reduce where the switch reduces);
+               every row holds a whole element per rank and its count is the
+               call's as nccl-tests prints it (size / 4 B float, / ranks too
+               for all-gather, reduce-scatter and all-to-all); algbw is
+               size / time and busbw algbw x nccl-tests' factor (all-reduce
+               2(n-1)/n, all-gather, reduce-scatter, all-to-all (n-1)/n,
+               others 1)
 
 Usage: scripts/prop-check.py [--llmsim build/llmsim] [--jobs 2] [--quick]
        [--only train|serve|coll|jobs] [-v]
@@ -775,8 +781,23 @@ def collective(R, root, quick):
             continue
         bw, gpn, isr = bounds[sysn]
         prev = None
+        split = op in ("allgather", "reducescatter", "alltoall")
         for row in d["rows"]:
             t = row["time_us"]
+            R.count("coll-count")
+            want = row["size_B"] / 4 / (ranks if split else 1)
+            if not row["size_B"] > 0 or row["count"] != want or want != int(want):
+                R.violate("coll-count", n, "%d B count %s, expected %s" %
+                          (row["size_B"], row["count"], want))
+            R.count("coll-bw-factors")
+            f = {"allreduce": 2 * (ranks - 1) / ranks}.get(
+                op, (ranks - 1) / ranks if split else 1)
+            alg = row["size_B"] / (t * 1e-6) / 1e9 if t > 0 else float("nan")
+            if not (abs(row["algbw_GBps"] - alg) <= 1e-9 * alg and
+                    abs(row["busbw_GBps"] - alg * f) <= 1e-9 * alg * f):
+                R.violate("coll-bw-factors", n, "%d B %.6g us: algbw %s busbw %s, "
+                          "expected %.9g and %.9g" % (row["size_B"], t, row["algbw_GBps"],
+                                                      row["busbw_GBps"], alg, alg * f))
             R.count("coll-time-grows-with-size")
             if prev is not None and t < prev[1] * (1 - 1e-9):
                 R.violate("coll-time-grows-with-size", n, "%d B %.3f us < %d B %.3f us" %

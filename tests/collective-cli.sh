@@ -82,6 +82,38 @@ set -- $row
 [ "$2" = 512 ] || { echo "FAIL: count $2, expected 512"; fail=1; }
 set --
 
+# The count column is the call's own, as nccl-tests / rccl-tests print it
+# (args->nbytes / wordSize, paramcount): per rank where the buffer is split
+# over the ranks. All-gather of 4 KiB of float over 8 ranks: 4096 / 4 / 8
+# = 128 (it printed 1024, the whole buffer's count).
+check "count per rank" "$llmsim" collective --system dgx-h100 --op allgather \
+	--ranks 8 --min 4K --max 4K --no-store
+set -- $(grep -v '^#' "$tmp/out")
+[ "$1 $2" = "4096 128" ] || { echo "FAIL: allgather count '$1 $2', expected '4096 128'"; fail=1; }
+set --
+
+# Sizes with no whole element per rank are left out with a warning: the
+# testers call the library with count 0, which NCCL discards without a
+# launch (enqueue.cc taskAppend); they were priced at the base latency
+# (all-gather 8 ranks, float: 1..16 B printed as size 0 at 10.8 us). The
+# first row is 32 B (8 x 4 B), count 1; 1..256 B is 9 sizes, 5 left out.
+check "no count-0 rows" "$llmsim" collective --system dgx-h100 --op allgather \
+	--ranks 8 --min 1 --max 256 --no-store
+got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }' | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "32:1 64:2 128:4 256:8" ] || { echo "FAIL: sizes from --min 1: '$got'"; fail=1; }
+grep -q "warning: 5 sizes below 32 B left out" "$tmp/err" ||
+	{ echo "FAIL: no warning for the left-out sizes"; cat "$tmp/err"; fail=1; }
+status 2 "no whole element" --system dgx-h100 --op allgather --ranks 8 --min 1 --max 16
+grep -q -- "--max (16 B) holds no whole element per rank" "$tmp/err" ||
+	{ echo "FAIL: message for --max 16"; cat "$tmp/err"; fail=1; }
+# --group G splits a size over G operations (size / G bytes each): whole
+# elements per operation. 4 broadcasts of float: 16 B is one element each
+# (count 1); 4 and 8 B were timed as quarter and half elements.
+check "group granule" "$llmsim" collective --system dgx-h100 --op broadcast \
+	--group 4 --ranks 8 --min 4 --max 32 --no-store
+got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }' | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "16:1 32:2" ] || { echo "FAIL: group sizes: '$got', expected '16:1 32:2'"; fail=1; }
+
 # dtype spellings both ways give the same prediction.
 "$llmsim" collective --system mi300x-roce --op allreduce --ranks 8 --min 1M \
 	--max 1M --dtype bfloat16 --csv --no-store >"$tmp/a" 2>&1

@@ -12,7 +12,12 @@
  * per node + local index). Sizes follow rccl-tests: plain bytes or K/M/G
  * suffixes of 2^10/2^20/2^30, from --min to --max multiplying by the step
  * factor; as there, a size is rounded down to whole elements (and, for
- * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks).
+ * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks),
+ * and the count column is the call's (per rank for those three; with
+ * --group G, per operation: sizes in whole elements of G operations). A
+ * size with no whole element (per rank or operation) is left out with a
+ * warning: the testers print it as count 0, which NCCL launches nothing
+ * for.
  * `sendrecv` is nccl-tests' pattern: every rank sends the size to the next
  * rank and receives from the previous one, all at once.
  *
@@ -502,7 +507,9 @@ static int parse(struct opts *o, int argc, char **argv)
 	return CLI_OK;
 }
 
-/* Bytes a size is rounded down to a multiple of. */
+/* Bytes a size is rounded down to a multiple of: whole elements per
+ * rank for the ops that split the buffer over the ranks, and per
+ * operation for a --group of broadcasts or reduces (size / G each). */
 static double granule(const struct opts *o)
 {
 	double g = dtype_size(o->dtype);
@@ -510,6 +517,8 @@ static double granule(const struct opts *o)
 	if (o->op == COLL_ALLGATHER || o->op == COLL_REDUCESCATTER ||
 	    o->op == COLL_ALLTOALL)
 		g *= (double)o->ranks;
+	if (o->group > 1)
+		g *= (double)o->group;
 	return g;
 }
 
@@ -551,7 +560,10 @@ static int time_size(struct net *n, const struct opts *o,
 	if (rc == 0 && o->op == COLL_SENDRECV)
 		row->r.busbw_Bps = row->r.algbw_Bps;	/* nccl-tests: factor 1 */
 	row->size_B = size;
-	row->count = size / dtype_size(o->dtype);
+	/* the count nccl-tests and rccl-tests print is the call's own
+	 * (args->nbytes / wordSize: paramcount), per rank where the
+	 * buffer is split over the ranks */
+	row->count = size / granule(o);
 	return rc;
 }
 
@@ -594,24 +606,66 @@ static int run_ep(struct net *n, const struct opts *o,
 	return 0;
 }
 
+/* The sizes run_sizes left out (empty of them, below one granule g):
+ * a warning, or an error when none was left to time. 0 or -1. */
+static int left_out(const struct opts *o, double g, int empty, int nrows,
+		    struct diag *d)
+{
+	char what[96];
+	const char *per = o->group > 1 ? " per operation" :
+			  g > dtype_size(o->dtype) ? " per rank" : "";
+
+	if (o->group > 1)
+		snprintf(what, sizeof(what), "a group of %ld %s operations "
+			 "over %ld ranks", o->group, coll_op_name(o), o->ranks);
+	else
+		snprintf(what, sizeof(what), "%s over %ld ranks",
+			 coll_op_name(o), o->ranks);
+	if (nrows == 0) {
+		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds no whole "
+			   "element%s: %s moves a multiple of %.0f B (NCCL "
+			   "launches nothing for count 0)", o->max_B, per,
+			   what, g);
+		return -1;
+	}
+	diag_warn(d, NULL, 0, 0, "%d size%s below %.0f B left out: %s moves "
+		  "a multiple of it (a whole %s element%s), and a smaller size "
+		  "is count 0, which NCCL launches nothing for", empty,
+		  empty == 1 ? "" : "s", g, what, o->dtype, per);
+	return 0;
+}
+
 static int run_sizes(struct net *n, const struct opts *o, const uint32_t *gpus,
 		     struct row *rows, int *nrows, struct diag *d)
 {
 	double s, g = granule(o);
+	int empty = 0;
 
 	*nrows = 0;
 	for (s = o->min_B; s <= o->max_B * (1 + 1e-12); s *= o->factor) {
+		double b = floor(s / g) * g;
+
 		if (*nrows == MAX_ROWS) {
 			diag_error(d, NULL, 0, 0, "more than %d sizes from --min "
 				   "to --max; raise --step-factor", MAX_ROWS);
 			return -1;
 		}
-		if (time_size(n, o, gpus, floor(s / g) * g, &rows[*nrows], d))
-			return -1;
-		++*nrows;
+		/* No whole element (per rank): the testers call the
+		 * library with count 0, which NCCL discards without a
+		 * launch (enqueue.cc taskAppend: "Empty collectives can be
+		 * discarded"); its base latency would be a wrong time. */
+		if (b > 0) {
+			if (time_size(n, o, gpus, b, &rows[*nrows], d))
+				return -1;
+			++*nrows;
+		} else {
+			empty++;
+		}
 		if (o->factor <= 1)
 			break;
 	}
+	if (empty)
+		return left_out(o, g, empty, *nrows, d);
 	return 0;
 }
 

@@ -152,6 +152,17 @@ struct schema {
 
 #define SCHEMA_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The least efficiency (a fraction of a peak rate: a GPU's GEMM,
+ * attention, memory and cast efficiencies and rates, a link's line code
+ * and sustained share, a switch's reduction efficiency) a config may
+ * give: 1 %. Times scale by 1 / efficiency, and the lowest shipped is
+ * 4.6 % (Blackwell chunk_bwd_efficiency, fla's chunk_gdn on GB200; the
+ * chunk efficiencies are 4.6-27 %, every other is >= 20.4 %, h200
+ * flash_triton_bwd_efficiency); a value below 1 % is a slip (1e-9 made
+ * a Llama 3 8B step outrun the engine's 146-year clock, 1e-4 printed a
+ * 21-hour step as a result). */
+#define SCHEMA_EFF_MIN 0.01
+
 /*
  * Load the mapping `map` into obj (s->size bytes, zeroed by the caller) by
  * walking the table, then run s->check (only when every field loaded).

@@ -275,6 +275,11 @@ double coll_lib_lat_factor(const struct coll_lib_spec *lib, int a, int p,
 int coll_lib_range_proto(const struct coll_lib_spec *lib, enum coll_op op,
 			 double size_B, uint32_t nranks, uint32_t nnodes);
 
+/* collectives_schema's check (spec_collectives_check.c): keys that only
+ * together are wrong, such as a key under an algorithm that never reads
+ * it; 0, or -1 after an error at the key. */
+int coll_lib_check(void *obj, const struct schema_at *at, struct diag *d);
+
 extern const struct schema collectives_schema;
 
 #endif

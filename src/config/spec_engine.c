@@ -67,15 +67,20 @@ static const struct schema_field auto_fields[] = {
 	{ .key = "token_step", .type = ST_INT_LIST, .offset = AOFF(token_step),
 	  .min = 1, .max = 1e8, .flags = SF_OPTIONAL,
 	  .help = "rounding steps of max num tokens" },
+	/* 0 (the instance's weights), or at least one bit an element
+	 * (0.125 B): a stored element has no fewer (TensorRT-LLM's
+	 * BYTES_PER_ELEM: 2, 1, 0.5); 1e-9 was taken without a word and
+	 * moved the sized KV cache (Qwen3-30B, H100: 192,832 -> 189,696
+	 * tokens). */
 	{ .key = "param_B", .type = ST_NUM, .offset = AOFF(param_B),
-	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .min = 0.125, .max = 8, .flags = SF_OPTIONAL | SF_ZERO_OFF,
 	  .help = "engine size: bytes per stored checkpoint element of an "
 		  "unquantized model (0 = the instance's weights)" },
 	{ .key = "param_B_fp8", .type = ST_NUM, .offset = AOFF(param_B_fp8),
-	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .min = 0.125, .max = 8, .flags = SF_OPTIONAL | SF_ZERO_OFF,
 	  .help = "as param_B, for an fp8 checkpoint" },
 	{ .key = "param_B_fp4", .type = ST_NUM, .offset = AOFF(param_B_fp4),
-	  .min = 0, .max = 8, .flags = SF_OPTIONAL,
+	  .min = 0.125, .max = 8, .flags = SF_OPTIONAL | SF_ZERO_OFF,
 	  .help = "as param_B, for an nvfp4 checkpoint" },
 };
 

@@ -35,7 +35,7 @@ static const struct schema_field link_fields[] = {
 	{ .key = "lanes", .type = ST_INT, .offset = LOFF(lanes), .def = "1",
 	  .min = 1, .max = 64, .help = "lanes per port" },
 	{ .key = "line_code", .type = ST_NUM, .offset = LOFF(line_code),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of signalled bits that are link data (e.g. 128/130)" },
 	{ .key = "packet_payload", .type = ST_BYTES,
 	  .offset = LOFF(packet_payload_B), .def = "0 B", .max = 1e6,
@@ -52,7 +52,7 @@ static const struct schema_field link_fields[] = {
 	  .def = "0 ns", .max = 1e-3, .flags = SF_FIT,
 	  .help = "one hop: wire, PHY, controller" },
 	{ .key = "sustained", .type = ST_NUM, .offset = LOFF(sustained),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_FIT,
 	  .help = "fraction of framed payload rate endpoints sustain (measured)" },
 };
 
@@ -94,8 +94,13 @@ static const struct schema_field fabric_fields[] = {
 	{ .key = "links_per_endpoint", .type = ST_INT,
 	  .offset = OFF(links_per_endpoint), .def = "1", .min = 1, .max = 1024,
 	  .help = "ports each GPU (scale-up) or NIC (scale-out) has into the fabric" },
+	/* 0, or at least 1 GB/s: below NCCL's slowest link (6 GB/s,
+	 * NVIDIA/nccl src/graph/topo.h BDW_QPI_BW) a GPU's ports together
+	 * are a unit slip (1 MB/s priced a 1 MiB MI300X all-reduce at
+	 * 1.8 s); the shipped one is 322 GB/s. */
 	{ .key = "endpoint_bandwidth", .type = ST_BANDWIDTH,
-	  .offset = OFF(endpoint_bandwidth_Bps), .def = "0 B/s", .max = 1e14,
+	  .offset = OFF(endpoint_bandwidth_Bps), .def = "0 B/s", .min = 1e9,
+	  .max = 1e14, .flags = SF_ZERO_OFF,
 	  .help = "mesh: what one GPU's ports carry together, per direction, "
 		  "when all are busy (below the sum of their links); 0 = that "
 		  "sum" },
@@ -112,8 +117,8 @@ static const struct schema_field fabric_fields[] = {
 	  .offset = OFF(in_switch_reduction), .def = "false",
 	  .help = "switches reduce in the network (NVLS, SHARP)" },
 	{ .key = "reduction_efficiency", .type = ST_NUM,
-	  .offset = OFF(reduction_efficiency), .def = "1", .min = 0, .max = 1,
-	  .flags = SF_MIN_EXCL,
+	  .offset = OFF(reduction_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of link rate in-switch reduction sustains" },
 	{ .key = "gpus_per_switch", .type = ST_INT, .offset = OFF(gpus_per_switch),
 	  .def = "2", .min = 1, .max = 1024,

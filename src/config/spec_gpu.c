@@ -112,7 +112,7 @@ static const struct schema peak_schema = {
 #define EFF(dt, k) {						\
 	.key = k, .type = ST_NUM,					\
 	.offset = (dt) * sizeof(double),	/* within the section */	\
-	.min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,	\
+	.min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL | SF_FIT,	\
 	.help = "GEMM efficiency for " k "; absent = gemm_efficiency" },
 
 static const struct schema_field eff_fields[] = { EACH_DTYPE(EFF) };
@@ -166,17 +166,17 @@ const char *const gpu_wo_kernel_names[] = {"marlin", "triton_mx",
 static const struct schema_field woeff_fields[] = {
 	{ .key = "marlin", .type = ST_NUM,
 	  .offset = GPU_WO_MARLIN * sizeof(double),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL,
 	  .help = "vLLM's fused Marlin MoE (W4A16 / W8A16, mma.sync); absent "
 		  "= not known: the bf16 GEMM rate" },
 	{ .key = "triton_mx", .type = ST_NUM,
 	  .offset = GPU_WO_TRITON_MX * sizeof(double),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL,
 	  .help = "triton_kernels matmul_ogs with MXFP4 weights and bf16 "
 		  "activations; absent = the GPU does not run it" },
 	{ .key = "triton_trtllm", .type = ST_NUM,
 	  .offset = GPU_WO_TRITON_TRTLLM * sizeof(double),
-	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL,
 	  .help = "TensorRT-LLM's TritonFusedMoE, MXFP4 x bf16; absent: none" },
 };
 
@@ -217,7 +217,7 @@ static const struct schema_field mem_fields[] = {
 	  .min = MIN_MEM_BPS, .flags = SF_OPTIONAL, .help = "peak bandwidth" },
 	{ .key = "efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_mem_level, efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_FIT,
 	  .help = "achievable fraction of peak bandwidth (measured streaming)" },
 };
 
@@ -289,7 +289,7 @@ static const struct schema_field gpu_fields[] = {
 	  .help = "vector (non-matrix) FP32 peak; absent = memory-bound "
 		  "kernels ignore their FLOPs" },
 	{ .key = "gemm_efficiency", .type = ST_NUM, .offset = OFF(gemm_efficiency),
-	  .def = "1", .min = 0, .max = 1, .flags = SF_MIN_EXCL | SF_FIT,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_FIT,
 	  .help = "fraction of the clock-scaled peak a large well-shaped GEMM reaches" },
 	{ .key = "gemm_efficiency_dtype", .type = ST_SECTION,
 	  .offset = OFF(gemm_efficiency_dtype), .sub = &eff_schema,
@@ -369,8 +369,8 @@ static const struct schema_field gpu_fields[] = {
 		  "in compute-bound tiles: the mainloop dequantizes every "
 		  "weight it loads (absent: the bf16 GEMM efficiency)" },
 	{ .key = "weight_only_linear_efficiency", .type = ST_NUM,
-	  .offset = OFF(weight_only_linear_eff), .min = 0, .max = 1,
-	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .offset = OFF(weight_only_linear_eff),
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL,
 	  .help = "the fraction of the clock-scaled bf16 matrix peak that "
 		  "the engine's weight-only dense GEMM kernel (engine "
 		  "weight_only_linear_kernel marlin: vLLM's Marlin linear, "
@@ -393,54 +393,54 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "lds_per_cu", .type = ST_BYTES, .offset = OFF(lds_per_cu_B),
 	  .flags = SF_OPTIONAL, .help = "LDS / shared memory per CU or SM" },
 	{ .key = "chunk_fwd_efficiency", .type = ST_NUM,
-	  .offset = OFF(chunk_fwd_efficiency), .min = 0, .max = 1,
-	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .offset = OFF(chunk_fwd_efficiency), .min = SCHEMA_EFF_MIN, .max = 1,
+	  .flags = SF_OPTIONAL,
 	  .help = "fraction of the clock-scaled bf16 peak the Triton chunked "
 		  "linear-recurrence kernels (Mamba-2 SSD, flash-linear-"
 		  "attention chunk_*) reach in forward, counted in the FLOPs "
 		  "of their per-chunk products (default: not measured, the "
 		  "GEMM model's rate)" },
 	{ .key = "chunk_bwd_efficiency", .type = ST_NUM,
-	  .offset = OFF(chunk_bwd_efficiency), .min = 0, .max = 1,
-	  .flags = SF_OPTIONAL | SF_MIN_EXCL,
+	  .offset = OFF(chunk_bwd_efficiency), .min = SCHEMA_EFF_MIN, .max = 1,
+	  .flags = SF_OPTIONAL,
 	  .help = "the same for their backward kernels (default "
 		  "chunk_fwd_efficiency)" },
 	{ .key = "multi_tensor_efficiency", .type = ST_NUM,
-	  .offset = OFF(multi_tensor_efficiency), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(multi_tensor_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the streaming bandwidth the multi_tensor_apply "
 		  "kernels of fused optimizers reach (chunks of 65536 elements, "
 		  "at most 320 blocks a launch)" },
 	{ .key = "expert_bwd_efficiency", .type = ST_NUM,
-	  .offset = OFF(expert_bwd_efficiency), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(expert_bwd_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the modelled time's rate the per-expert BLAS "
 		  "kernels of a multi-stream grouped GEMM's backward (dgrad "
 		  "and wgrad; framework grouped_gemm_streams > 0) reach" },
 	{ .key = "mx_cast_efficiency", .type = ST_NUM,
-	  .offset = OFF(mx_cast_efficiency), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(mx_cast_efficiency), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "fraction of the streaming bandwidth an MXFP8 quantize "
 		  "kernel reaches when it writes the column-wise layout "
 		  "(both layouts, or that one alone; a row-wise-only cast "
 		  "streams)" },
 	{ .key = "nvfp4_cast_efficiency", .type = ST_NUM,
-	  .offset = OFF(nvfp4_cast_efficiency), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(nvfp4_cast_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the streaming bandwidth Transformer "
 		  "Engine's NVFP4 quantization of a training GEMM operand "
 		  "reaches (its amax and its cast writing both layouts, "
 		  "taken together)" },
 	{ .key = "fp8_cast_transpose_efficiency", .type = ST_NUM,
-	  .offset = OFF(fp8_cast_transpose_efficiency), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(fp8_cast_transpose_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the streaming bandwidth a per-tensor FP8 "
 		  "cast writing both layouts (Transformer Engine's "
 		  "cast_transpose: the data and its transpose) reaches; a "
 		  "cast writing one layout streams" },
 	{ .key = "fp8_fast_accum_efficiency", .type = ST_NUM,
-	  .offset = OFF(fp8_fast_accum_efficiency), .min = 0, .max = 1,
-	  .flags = SF_OPTIONAL | SF_MIN_EXCL | SF_FIT,
+	  .offset = OFF(fp8_fast_accum_efficiency),
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL | SF_FIT,
 	  .help = "fraction of the clock-scaled fp8 peak a large, well-shaped "
 		  "fp8 GEMM reaches in Hopper's fast-accumulation mode (partial "
 		  "sums kept in the tensor core's accumulator, never promoted "
@@ -448,29 +448,29 @@ static const struct schema_field gpu_fields[] = {
 		  "FP8FastAccum kernels); gemm_efficiency_dtype's fp8 is then "
 		  "the promoted (split-accumulator) mode's; absent = one mode" },
 	{ .key = "fp8_block_gemm_rate", .type = ST_NUM,
-	  .offset = OFF(fp8_block_gemm_rate), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(fp8_block_gemm_rate), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "fraction of the fp8 GEMM math rate a GEMM on block-scaled "
 		  "fp8 operands (training.fp8_scaling block: 1x128 and "
 		  "128x128 scales, each 128-deep k block's partial sums "
 		  "rescaled in fp32) reaches" },
 	{ .key = "cutlass_moe_fp8_block_rate", .type = ST_NUM,
-	  .offset = OFF(cutlass_moe_fp8_block_rate), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(cutlass_moe_fp8_block_rate), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the fp8 GEMM math rate the CUTLASS fused "
 		  "MoE's grouped GEMMs (engine moe_kernels: cutlass) reach on "
 		  "block-scaled fp8 experts (a DeepSeek checkpoint's 128 x "
 		  "128 scales) against per-tensor fp8 ones" },
 	{ .key = "triton_moe_fp8_block_rate", .type = ST_NUM,
-	  .offset = OFF(triton_moe_fp8_block_rate), .def = "1", .min = 0,
-	  .max = 1, .flags = SF_MIN_EXCL,
+	  .offset = OFF(triton_moe_fp8_block_rate), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the fp8 GEMM math rate vLLM's Triton fused "
 		  "MoE (engine fp8_block_moe_kernel: triton) reaches on "
 		  "block-scaled fp8 experts (128 x 128 weight scales, 1 x 128 "
 		  "activation groups)" },
 	{ .key = "triton_moe_default_efficiency", .type = ST_NUM,
-	  .offset = OFF(triton_moe_default_eff), .def = "0", .min = 0,
-	  .max = 1,
+	  .offset = OFF(triton_moe_default_eff), .def = "0",
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_ZERO_OFF,
 	  .help = "fraction of the clock-scaled 16-bit peak vLLM's Triton "
 		  "fused MoE (engine triton_moe_configs) reaches on 16-bit "
 		  "experts whose (E, N) this GPU lists in triton_moe_untuned "
@@ -490,15 +490,15 @@ static const struct schema_field gpu_fields[] = {
 		  "multiple of (engine dsa_kernel: flashmla_sparse pads a "
 		  "rank's heads up to it); 0: the heads as they are" },
 	{ .key = "flashmla_sparse_efficiency", .type = ST_NUM,
-	  .offset = OFF(flashmla_sparse_efficiency), .def = "0", .min = 0,
-	  .max = 1,
+	  .offset = OFF(flashmla_sparse_efficiency), .def = "0",
+	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_ZERO_OFF,
 	  .help = "fraction of the bf16 matrix rate FlashMLA's sparse "
 		  "prefill kernel reaches over the key slots it computes "
 		  "(every query all index_topk of them); 0: the flash "
 		  "forward's rate (attention.fwd_efficiency)" },
 	{ .key = "strided_efficiency", .type = ST_NUM,
-	  .offset = OFF(strided_efficiency), .def = "1", .min = 0, .max = 1,
-	  .flags = SF_MIN_EXCL,
+	  .offset = OFF(strided_efficiency), .def = "1",
+	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of the streaming bandwidth PyTorch's generic "
 		  "elementwise path (non-contiguous views: per-element offset "
 		  "arithmetic, no vector loads) reaches" },

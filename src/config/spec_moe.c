@@ -40,8 +40,12 @@ static const struct schema_field ep_fields[] = {
 	{ .key = "sms", .type = ST_INT, .offset = EOFF(sms), .def = "0",
 	  .min = 0, .max = 1024,
 	  .help = "SMs/CUs its kernels hold (0: the collective library's)" },
+	/* 0 (none), or at least 1 GB/s: DeepEP's SMs copy 18.5 GB/s each
+	 * (deepep.yaml, measured); an SM moving one byte a clock at 1 GHz
+	 * already makes 1 GB/s, so less is a unit slip (1 MB/s priced a
+	 * 4096-token dispatch at 13.7 s). */
 	{ .key = "sm_rate", .type = ST_BANDWIDTH, .offset = EOFF(sm_rate_Bps),
-	  .def = "0 GB/s", .max = 1e13,
+	  .def = "0 GB/s", .min = 1e9, .max = 1e13, .flags = SF_ZERO_OFF,
 	  .help = "bytes one SM copies per second (bounds a GPU at sms x rate)" },
 	{ .key = "fp8_row_cost", .type = ST_TIME, .offset = EOFF(fp8_row_cost_s),
 	  .def = "0 us", .max = 1e-3,
@@ -63,15 +67,17 @@ static const struct schema_field ep_fields[] = {
 	  .offset = EOFF(fp8_scale_B), .def = "0 B", .max = 64,
 	  .help = "fp8 dispatch: bytes of one such scale (fp32: 4 B)" },
 	{ .key = "scale_up_efficiency", .type = ST_NUM,
-	  .offset = EOFF(scale_up_eff), .def = "1", .min = 0.01, .max = 1,
+	  .offset = EOFF(scale_up_eff), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "share of the scale-up links' sustained rate the kernels "
 		  "reach" },
 	{ .key = "scale_out_efficiency", .type = ST_NUM,
-	  .offset = EOFF(scale_out_eff), .def = "1", .min = 0.01, .max = 1,
+	  .offset = EOFF(scale_out_eff), .def = "1", .min = SCHEMA_EFF_MIN,
+	  .max = 1,
 	  .help = "share of the scale-out links' sustained rate the kernels "
 		  "reach" },
 	{ .key = "busy_rate", .type = ST_NUM, .offset = EOFF(busy_rate),
-	  .def = "1", .min = 0.01, .max = 1,
+	  .def = "1", .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "rate at which its dispatch/combine kernels progress while "
 		  "a compute kernel runs on their GPU (1: unaffected; the "
 		  "call is stretched by the work it lost)" },
