@@ -234,6 +234,7 @@ void est_free(struct est *e)
 	mem_free(e->blk);
 	mem_free(e->split);
 	mem_free(e->nmoe);
+	mem_free(e->fsdp_t);
 	mem_free(e->moe_before);
 	mem_free(e->nkind);
 	mem_free(e->pipe_t);
@@ -631,6 +632,10 @@ static int pipeline(struct est *e, struct est_cand *c,
 		t[s] = est_stage_f_of(c, s);
 		t[S + s] = est_stage_b_of(c, s);
 	}
+	if (c->streams && est_fsdp_streams(e, c, t, t + S) != 0) {
+		diag_oom(d);
+		return -1;
+	}
 	/* the units are final: every later read of a stage's time (here,
 	 * est_dp.c, the tails, the tax, the parts) takes these */
 	c->sf = t;
@@ -752,6 +757,11 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
 	    est_fsdp_units(e, c, d) != 0)
 		return -1;
+	/* the DP streams across actions (est_fsdp.c): dense models, each
+	 * unit gathered before every pass */
+	c->streams = j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
+		     !c->no_sync && !c->held && !c->nmoe && !c->nkind &&
+		     c->mtp == 0;
 	return 0;
 }
 
