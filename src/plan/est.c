@@ -77,7 +77,12 @@
  * (before round 41 each unit took its own longer one, which charged the
  * embedding's gather and reduce-scatter, little compute beside them, in
  * full on every pass of stage 0, though the prefetched gather runs under
- * the layers' compute). The first gather is exposed. The compute stream
+ * the layers' compute). Dense models where every pass gathers (neither
+ * held nor no_sync, below) take f_s and b_s instead from the rank's two
+ * data-parallel streams run across its actions (est_fsdp.c: the gathers
+ * fsdp_prefetch_units ahead across action boundaries, the backward's
+ * wait for its reduce-scatters sharing the links with the gather issued
+ * beside it), in 1F1B's steady state. The first gather is exposed. The compute stream
  * waits at the end of every backward for its reduce-scatters (FSDP2's
  * root post-backward final callback; train_dp.c reduce_waited), which
  * run one after another each after its unit: W is the last unit's R_u

@@ -784,7 +784,10 @@ Test(plan, lockstep_estimated_as_the_run)
  * 1.4794 / 1.4784 at pp 4 vpp 2 (+0.4, +0.7, +0.3, +0.3, -0.04, +0.07
  * %; with each unit's own longer one the last read 1.5581 / 1.5185,
  * +2.6 %, the embedding's gather and reduce-scatter charged on every
- * pass of stage 0).
+ * pass of stage 0). Since round 43 the reshard-after-forward layouts
+ * take their stages from the data-parallel streams (est_fsdp.c): 1.3392,
+ * 1.9856, 1.5413 s (+0.6, +0.4, +1.5 %; the lock step hides the
+ * reduce-scatters' wait the estimate charges).
  */
 Test(plan, fsdp_held_and_reduce_wait_estimated_as_the_run)
 {
