@@ -240,6 +240,8 @@ void est_free(struct est *e)
 	mem_free(e->split);
 	mem_free(e->nmoe);
 	mem_free(e->fsdp_t);
+	if (e->fsdp.key_B)
+		memo_release(&e->fsdp);
 	mem_free(e->moe_before);
 	mem_free(e->nkind);
 	mem_free(e->pipe_t);
@@ -633,13 +635,16 @@ static int pipeline(struct est *e, struct est_cand *c,
 	b_run = t + 5 * S;
 	held = t + 6 * S;	/* f_held, b_held */
 	out = t + 8 * S;	/* runs A, B, C: rank ends, then chunk ends */
-	for (s = 0; s < S; s++) {
-		t[s] = est_stage_f_of(c, s);
-		t[S + s] = est_stage_b_of(c, s);
-	}
-	if (c->streams && est_fsdp_streams(e, c, t, t + S) != 0) {
-		diag_oom(d);
-		return -1;
+	if (c->streams) {
+		if (est_fsdp_streams(e, c, t, t + S) != 0) {
+			diag_oom(d);
+			return -1;
+		}
+	} else {
+		for (s = 0; s < S; s++) {
+			t[s] = est_stage_f_of(c, s);
+			t[S + s] = est_stage_b_of(c, s);
+		}
 	}
 	/* the units are final: every later read of a stage's time (here,
 	 * est_dp.c, the tails, the tax, the parts) takes these */

@@ -26,9 +26,11 @@
  * The recurrence (est_pipe.c) takes one forward and one backward time a
  * virtual stage; they are read here from the steady state of 1F1B, the
  * stage's forward and backward alternating, as the rank runs them once
- * past its warm-up: FS_REPS pairs from idle, the third pair's times (the
+ * past its warm-up: two pairs from idle, the second pair's times (the
  * start of its forward to that of its backward, to that of the next
- * forward: the backward's wait for its reduce-scatters included). What
+ * forward: the backward's wait for its reduce-scatters included),
+ * remembered by the stage's units' times (the schedules and the stages
+ * alike share them). What
  * this leaves out: the warm-up's forwards after forwards and the
  * cool-down's backwards after backwards take the alternation's times,
  * and a rank waiting for its pipeline input lets the streams catch up.
@@ -40,8 +42,6 @@
 #include "base/mem.h"
 #include "config/spec_job.h"
 #include "est_impl.h"
-
-enum { FS_REPS = 4 };
 
 /* The data-parallel links of one rank: the gathers' queue (g) and the
  * reduce-scatters' (r), each entry issued at i[], with w[] of work left
@@ -112,16 +112,17 @@ static int unit_kind(const struct est_cand *c, int64_t s, int bwd, int64_t j,
 	return EST_LAYER;
 }
 
-/* One stage's alternation (FS_REPS forward/backward pairs) on the
- * rank's streams; its third pair's forward and backward into *f, *b.
- * sc: scratch of 8 n FS_REPS doubles. */
+/* One stage's alternation on the rank's streams from idle: two
+ * forward/backward pairs and the next forward's start; the second pair's
+ * forward and backward into *f, *b (the first pair starts from idle,
+ * its gathers exposed). sc: scratch of 8 (4 n + k) doubles. */
 static void alternate(const struct est_cand *c, int64_t s, double *sc,
 		      double *f, double *b)
 {
 	const struct framework_spec *fw = c->j->framework;
 	int64_t n = c->split[s] + (s == 0) + (s == c->S - 1);
-	int64_t N = 2 * FS_REPS * n, k = fw->fsdp_prefetch_units, q, a;
-	double *end = sc, *rsof = sc + N, start[2 * FS_REPS + 1];
+	int64_t k = fw->fsdp_prefetch_units, N = 4 * n + k, q, a;
+	double *end = sc, *rsof = sc + N, start[5];
 	double t = 0, kern[2] = { 0, 0 };
 	int one = fw->fsdp_reduce_one_in_flight;
 	struct lnk l;
@@ -137,14 +138,14 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 	for (j = 0; j < n; j++)
 		for (a = 0; a < 2; a++)
 			kern[a] += c->fsdp_c[a][unit_kind(c, s, (int)a, j, n)];
-	/* the step's first k gathers, issued at its start */
+	/* the first k gathers, issued at the start */
 	for (q = 0; q < k && q < N; q++) {
 		l.q[0].i[q] = 0;
 		l.q[0].w[q] = c->fsdp_ag[unit_kind(c, s, (int)((q / n) & 1),
 						   q % n, n)];
 	}
 	l.q[0].n = q;
-	for (q = 0; q < N; q++) {
+	for (q = 0; q <= 4 * n; q++) {
 		int64_t act = q / n;
 		int bwd = (int)(act & 1);
 		int kind;
@@ -177,6 +178,8 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 		st = fmax(st, l.q[0].d[q]);
 		if (j == 0)
 			start[act] = st;
+		if (act == 4)
+			break;
 		lnk_run(&l, st, -1, 0);
 		b0 = l.busy;
 		lnk_run(&l, st + c->fsdp_c[bwd][kind], -1, 0);
@@ -198,28 +201,42 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 			l.q[0].n = g + 1;
 		}
 	}
-	*f = start[5] - start[4];
-	*b = start[6] - start[5];
+	*f = start[3] - start[2];
+	*b = start[4] - start[3];
 }
+
+/* What a stage's alternation depends on: its units (layers, first,
+ * last), the framework's two rules and every unit's times. */
+struct fs_key {
+	int64_t n, k, one, first, last;
+	double u[3][6];
+	double pg, af, ab, tax;
+};
 
 int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		     double *b)
 {
 	int64_t s, t, n = 0;
+	size_t need;
 
 	for (s = 0; s < c->S; s++)
 		if (c->split[s] + 2 > n)
 			n = c->split[s] + 2;
-	if ((size_t)(8 * 2 * FS_REPS * n) > e->fsdp_t_cap) {
-		double *x = mem_realloc(e->fsdp_t, (size_t)(8 * 2 * FS_REPS * n) *
-						   sizeof(*x));
+	need = (size_t)(8 * (4 * n + c->j->framework->fsdp_prefetch_units));
+	if (need > e->fsdp_t_cap) {
+		double *x = mem_realloc(e->fsdp_t, need * sizeof(*x));
 
 		if (!x)
 			return -1;
 		e->fsdp_t = x;
-		e->fsdp_t_cap = (size_t)(8 * 2 * FS_REPS * n);
+		e->fsdp_t_cap = need;
 	}
 	for (s = 0; s < c->S; s++) {
+		struct fs_key key;
+		const double *hit;
+		double v[2];
+		int u;
+
 		/* a stage like an earlier one (its layers, first or last)
 		 * takes its times */
 		for (t = 0; t < s; t++)
@@ -231,7 +248,36 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 			b[s] = b[t];
 			continue;
 		}
+		memset(&key, 0, sizeof(key));
+		key.n = c->split[s];
+		key.k = c->j->framework->fsdp_prefetch_units;
+		key.one = c->j->framework->fsdp_reduce_one_in_flight;
+		key.first = s == 0;
+		key.last = s == c->S - 1;
+		for (u = 0; u < 3; u++) {
+			key.u[u][0] = c->fsdp_c[0][u];
+			key.u[u][1] = c->fsdp_c[1][u];
+			key.u[u][2] = c->fsdp_sl[0][u];
+			key.u[u][3] = c->fsdp_sl[1][u];
+			key.u[u][4] = c->fsdp_ag[u];
+			key.u[u][5] = c->fsdp_rsu[u];
+		}
+		key.pg = c->b->pg.lat_s;
+		key.af = c->b->af.lat_s;
+		key.ab = c->b->ab.lat_s;
+		key.tax = c->b->amax_tax;
+		if (!e->fsdp.key_B)
+			memo_init(&e->fsdp, sizeof(key), sizeof(v));
+		if ((hit = memo_get(&e->fsdp, &key))) {
+			f[s] = hit[0];
+			b[s] = hit[1];
+			continue;
+		}
 		alternate(c, s, e->fsdp_t, &f[s], &b[s]);
+		v[0] = f[s];
+		v[1] = b[s];
+		if (!memo_put(&e->fsdp, &key, v))
+			return -1;
 	}
 	return 0;
 }

@@ -144,6 +144,9 @@ struct est {
 					 * between stages) -> double *: the
 					 * transfers per rank pair */
 	double *fsdp_t;			/* scratch of est_fsdp_streams */
+	struct memo fsdp;		/* its stages' times by their units'
+					 * (est_fsdp.c struct fs_key; key_B 0
+					 * before the first) */
 	size_t fsdp_t_cap;
 	struct est_stats stats;
 	struct est_share *share;	/* collective times shared with the

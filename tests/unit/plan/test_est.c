@@ -750,13 +750,16 @@ Test(est, kept_stage_times_and_swapped_units_computed)
  *   q3 B 22-27, R3 and G5 at 27: G5 33, R3 36; q4 F 36-38 (G6 38-41);
  *   q5 B 38-43, R5 and G7 at 43: R5 52; q6 F starts 52.
  *
- * The third pair: forward 38 - 36 = 2 (its gather ran under the last
- * backward's wait), backward 52 - 38 = 14 = 5 + 6 + 3 (its
- * reduce-scatter slowed by the gather issued beside it). The stage
+ * The second pair (the first starts from idle): forward 22 - 20 = 2 (its
+ * gather ran under the backward's wait before it), backward 36 - 22 =
+ * 14 = 5 + 6 + 3 (its reduce-scatter slowed by the gather issued beside
+ * it); the third pair the same (36, 38, 52). The stage
  * formula (est_stage.c) says max(2, 3) = 3 and max(5, 3 + 6 - 6) + 6 =
  * 11. With the backward slowed by half the time a collective runs beside
- * it (sl 0.5): q5 B runs beside G6 (3 of its 5 ms): 5 + 1.5, so every
- * backward ends 1.5 later and the pair reads 2 and 15.5.
+ * it (sl 0.5): q1 B runs beside G2 (6-9, 3 of its 5 ms): 6-12.5, R1
+ * and G3 from 12.5 (R1 done 21.5); q2 F 21.5-23.5 (G4 23.5-26.5); q3 B
+ * 23.5-30 beside G4; R3 done 39: the pair reads 2 and 15.5. A second
+ * call takes both from the memo.
  */
 Test(est, fsdp_streams_serialise_across_actions)
 {
@@ -794,5 +797,9 @@ Test(est, fsdp_streams_serialise_across_actions)
 	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
 	cr_assert_float_eq(f[1], 2e-3, 1e-12);
 	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
+	f[1] = bw[1] = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
 	mem_free(e.fsdp_t);
+	memo_release(&e.fsdp);
 }
