@@ -39,9 +39,19 @@
  * b200.yaml names the source) runs a tile's epilogue while the MMAs fill
  * the other buffer with the next tile. The epilogue's traffic then shares
  * the memory system with the next mainloop's loads, and only the last
- * wave's epilogue drains after the MMAs end:
+ * wave's epilogue drains after the MMAs end. Nor does such a kernel
+ * refill its load pipeline between tiles: CUTLASS's sm100 warp-specialized
+ * kernel (include/cutlass/gemm/kernel/sm100_gemm_tma_warpspecialized.hpp
+ * @ 7107b055) runs its TMA-load warp over all its tiles in one loop
+ * (load_tail only after the last), so the next tile's stages are in
+ * flight while this one's MMAs finish, and the MMA warp takes the next
+ * free accumulator stage without waiting on the epilogue. No wave pays
+ * t_0 (the first fill is t_k's, below):
  *
- *     t_wave = t_0 + max(t_c, t_m + t_e),  plus t_e of the last wave once
+ *     t_wave = max(t_c, t_m + t_e),  plus t_e of the last wave once
+ *
+ * (r17's form kept t_0 a wave; r43 checked both on aiconfigurator's B200
+ * bf16 grid: results/reference/kernels/README.md, "Round 43 (kern43)".)
  *
  * Operand traffic. The a tiles of a wave form (close to) an r x c block
  * of the output with r BM ~ c BN (grouped rasterization); every A
@@ -224,7 +234,7 @@ static void add_waves(const struct gemm_problem *p, const struct gemm_tile *t,
 	if (count <= 0 || active <= 0)
 		return;
 	if (p->overlap_epilogue)
-		plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm + te));
+		plan->time_s += count * fmax(tc, tm + te);
 	else
 		plan->time_s += count * (p->wave_overhead_s + fmax(tc, tm) + te);
 	plan->last_epilogue_s = te;

@@ -30,9 +30,10 @@
  *     t_m = D a / (T B_l)    t_e = a BM BN b_out / B_l
  *     t_wave = t_0 + max(t_c, t_m) + t_e                (a tiles in it)
  *
- * or, where the epilogue overlaps the next tile's mainloop (gpu
- * gemm_accumulator_stages 2, gpu_gemm.c), t_0 + max(t_c, t_m + t_e) and
- * the last wave's t_e once.
+ * or, where the epilogue overlaps the next tile's mainloop and the load
+ * pipeline streams across tiles (gpu gemm_accumulator_stages 2,
+ * gpu_gemm.c), max(t_c, t_m + t_e), no t_0, and the last wave's t_e
+ * once.
  *
  * This is where many small experts lose against one big GEMM: each
  * expert's padding to BM rows (a tile costs the same full or not), a
@@ -133,7 +134,7 @@ static double wave_s(const struct grouped *p, double bm, double bn,
 	double te = a * bm * bn * p->b_out / p->bw_Bps;
 
 	if (p->overlap_epilogue)
-		return p->wave_overhead_s + fmax(tc, tm + te);
+		return fmax(tc, tm + te);
 	return p->wave_overhead_s + fmax(tc, tm) + te;
 }
 
