@@ -15,6 +15,7 @@ const char *const engine_memory_rule_names[] = {"total", "static", "free",
 const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
 const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
+const char *const engine_adp_admit_names[] = {"pooled", "rank", NULL};
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
@@ -539,6 +540,25 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "capacity", .type = ST_ENUM, .offset = OFF(capacity),
 	  .values = engine_capacity_names, .def = "guaranteed_no_evict",
 	  .help = "trtllm: capacity scheduler policy" },
+	{ .key = "adp_admission", .type = ST_ENUM, .offset = OFF(adp_admit),
+	  .values = engine_adp_admit_names, .def = "pooled",
+	  .help = "trtllm attention DP: requests fetched by the ranks' active "
+		  "counts, each rank's capacity scheduler admitting against "
+		  "its own KV pool (rank), or admitted against one pool of "
+		  "all ranks before a rank is chosen (pooled)" },
+	{ .key = "adp_balance", .type = ST_BOOL, .offset = OFF(adp_balance),
+	  .def = "false",
+	  .help = "trtllm attention DP: attention_dp_config enable_balance "
+		  "(hold context requests until every rank has one, "
+		  "adp_timeout_iters at most)" },
+	{ .key = "adp_timeout_iters", .type = ST_INT,
+	  .offset = OFF(adp_timeout_iters), .min = 0, .max = 1e9, .def = "50",
+	  .help = "trtllm adp_balance: attention_dp_config timeout_iters" },
+	{ .key = "adp_batching_wait_iters", .type = ST_INT,
+	  .offset = OFF(adp_batching_wait_iters), .min = 0, .max = 1e9,
+	  .def = "10",
+	  .help = "trtllm adp_balance: attention_dp_config "
+		  "batching_wait_iters" },
 	{ .key = "auto_size", .type = ST_BOOL, .offset = OFF(auto_size),
 	  .def = "false",
 	  .help = "trtllm-bench sizing: max_num_seqs and max_num_batched_tokens "

@@ -65,10 +65,20 @@ enum engine_capacity {
 	ENGINE_CAP_COUNT
 };
 
+/* What TensorRT-LLM's attention-DP ranks admit against. */
+enum engine_adp_admit {
+	ENGINE_ADP_POOLED,	/* one KV pool of all ranks: the fetch waits
+				 * for it (the earlier model) */
+	ENGINE_ADP_RANK,	/* fetch by active counts, then each rank's
+				 * capacity scheduler against its own pool */
+	ENGINE_ADP_COUNT
+};
+
 extern const char *const engine_scheduler_names[];
 extern const char *const engine_memory_rule_names[];
 extern const char *const engine_graphs_names[];
 extern const char *const engine_capacity_names[];
+extern const char *const engine_adp_admit_names[];
 extern const char *const engine_quant_fusion_names[];
 extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
@@ -418,6 +428,12 @@ struct engine_spec {
 	int64_t new_token_ratio_decay_steps;	/* steps from the initial ratio to the floor */
 	/* TensorRT-LLM */
 	int capacity;				/* enum engine_capacity */
+	int adp_admit;				/* enum engine_adp_admit */
+	int adp_balance;			/* attention_dp_config enable_balance: hold
+						 * context requests until every rank has one */
+	int64_t adp_timeout_iters;		/* ... for at most this many iterations */
+	int64_t adp_batching_wait_iters;	/* then, with every rank generating, hold
+						 * them this many more */
 	int auto_size;				/* trtllm-bench: max seqs and tokens from KV
 						 * capacity and the job's lengths */
 	struct engine_auto_size auto_rule;	/* how auto_size rounds */

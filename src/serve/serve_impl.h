@@ -65,6 +65,9 @@ struct serve_req {
 	int adp_inst;		/* the instance adp_rank is a rank of */
 };
 
+/* Attention-DP ranks of one instance llmsim tracks (more: spread evenly). */
+#define ADP_MAX_BINS 256
+
 /* A FIFO of request indices (a ring buffer that grows). */
 struct req_queue {
 	int64_t *v;
@@ -100,6 +103,18 @@ struct serve_inst {
 					 * max_tokens / adp of the budget */
 	int chunked;
 	struct req_queue waiting;
+	/* TensorRT-LLM attention DP with per-rank admission (engine
+	 * adp_admission: rank; serve_sched.c): NULL otherwise */
+	int64_t *adp_used;		/* [adp] KV pages each rank's running
+					 * requests hold */
+	int64_t rank_pages;		/* KV pages of one rank */
+	int64_t *pend;			/* fetched requests placed on a rank,
+					 * not yet admitted by its capacity
+					 * scheduler, in fetch order */
+	int64_t npend, cap_pend;
+	int64_t adp_wait_iters;		/* adp_balance: iterations the context
+					 * requests were held for every rank */
+	int64_t adp_batch_iters;	/* ... and for batching */
 	int64_t *running;		/* admitted requests, in admission order */
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */

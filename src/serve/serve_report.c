@@ -97,7 +97,8 @@ void serve_trace_counters(struct serve *s, int inst, double now)
 				     (double)in->pages : 0));
 	sep(s);
 	wrote(s, fprintf(s->trace, REQS_FMT, inst, now * 1e6,
-			 (long long)in->nrunning, (long long)in->waiting.n));
+			 (long long)in->nrunning,
+			 (long long)(in->waiting.n + in->npend)));
 }
 
 /* ---- JSON ---- */

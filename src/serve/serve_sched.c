@@ -69,7 +69,9 @@
  * scheduler then fills max_num_tokens: generation requests first, then
  * context requests, whole (or chunked with chunked context). (A prompt
  * longer than max_num_tokens without chunking is refused before the run,
- * serve_setup.c, as the engines refuse it.)
+ * serve_setup.c, as the engines refuse it.) Under attention DP each rank
+ * runs both on the requests it holds, against its own KV pool and
+ * max_num_tokens (adp_fetch, adp_admit below).
  */
 #include "serve_impl.h"
 
@@ -85,9 +87,6 @@
 /* SGLang's cap on one request's estimated remaining output
  * (schedule_policy.py CLIP_MAX_NEW_TOKENS_ESTIMATION). */
 #define SGLANG_CLIP_NEW_TOKENS 4096
-
-/* Attention-DP ranks of one instance llmsim tracks (more: spread evenly). */
-#define ADP_MAX_BINS 256
 
 /* ---- queues and lists ---- */
 
@@ -202,9 +201,14 @@ static int kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 		return 1;
 	if (need > in->free_pages)
 		return 0;
+	if (in->adp_used && r->adp_rank >= 0 &&	/* its rank's own pool */
+	    in->adp_used[r->adp_rank] + need > in->rank_pages)
+		return 0;
 	serve_kv_account(in, now);
 	in->free_pages -= need;
 	r->pages += need;
+	if (in->adp_used && r->adp_rank >= 0)
+		in->adp_used[r->adp_rank] += need;
 	serve_kv_account(in, now);
 	return 1;
 }
@@ -213,6 +217,8 @@ void serve_kv_free(struct serve_inst *in, struct serve_req *r, double now)
 {
 	serve_kv_account(in, now);
 	in->free_pages += r->pages;
+	if (in->adp_used && r->adp_rank >= 0)
+		in->adp_used[r->adp_rank] -= r->pages;
 	r->pages = 0;
 	r->reserved = 0;
 }
@@ -266,7 +272,34 @@ static void mark(struct serve_inst *in, struct serve_req *r, int64_t q,
 		r->first_scheduled_s = now;
 }
 
-/* Drop r's progress and put it back at the front of the waiting queue. */
+/* Request id joins the requests fetched onto their rank and not yet
+ * admitted (per-rank admission, adp_fetch): at the back, or at the
+ * front (evicted). 0 or -1 (out of memory). */
+static int pend_add(struct serve_inst *in, int64_t id, int front)
+{
+	if (in->npend == in->cap_pend) {
+		int64_t cap = in->cap_pend ? 2 * in->cap_pend : 64;
+		int64_t *v = mem_realloc(in->pend, (size_t)cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		in->pend = v;
+		in->cap_pend = cap;
+	}
+	if (front) {
+		memmove(&in->pend[1], &in->pend[0],
+			(size_t)in->npend * sizeof(*in->pend));
+		in->pend[0] = id;
+	} else {
+		in->pend[in->npend] = id;
+	}
+	in->npend++;
+	return 0;
+}
+
+/* Drop r's progress and put it back at the front of the waiting queue
+ * (per-rank admission: of its rank's fetched requests, where
+ * TensorRT-LLM keeps a paused request). */
 static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 		    double now)
 {
@@ -287,16 +320,30 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 	r->state = REQ_WAITING;
 	r->preempted++;
 	in->preemptions++;
-	if (rq_push_front(&in->waiting, id) != 0)
+	if (in->adp_used ? pend_add(in, id, 1) != 0 :
+	    rq_push_front(&in->waiting, id) != 0)
 		s->failed = 1;
 }
 
-/* The request to preempt: the last running one not in a step still in
- * flight (with one step in flight at a time, the last running one). */
-static int64_t victim_of(const struct serve *s, const struct serve_inst *in)
+/* The request to preempt for request id: the last running one not in a
+ * step still in flight (with one step in flight at a time, the last
+ * running one); with per-rank pools the last such one on id's rank,
+ * else id itself. */
+static int64_t victim_of(const struct serve *s, const struct serve_inst *in,
+			 int64_t id)
 {
+	int rank = in->adp_used ? s->req[id].adp_rank : -1;
 	int64_t i;
 
+	if (rank >= 0) {
+		for (i = in->nrunning - 1; i >= 0; i--) {
+			const struct serve_req *q = &s->req[in->running[i]];
+
+			if (!q->in_step && q->adp_rank == rank)
+				return in->running[i];
+		}
+		return id;
+	}
 	for (i = in->nrunning - 1; i > 0; i--)
 		if (!s->req[in->running[i]].in_step)
 			return in->running[i];
@@ -313,7 +360,7 @@ static int make_room(struct serve *s, struct serve_inst *in, int64_t id,
 	int n = 0;
 
 	while (!kv_grow(in, r, tokens, now)) {
-		int64_t victim = victim_of(s, in);
+		int64_t victim = victim_of(s, in, id);
 
 		preempt(s, in, victim, now);
 		n++;
@@ -736,10 +783,9 @@ static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
  * rank with the fewest active prompt tokens (py_orig_prompt_len; ties:
  * fewer requests, then the lower rank) among the ranks holding fewer than
  * expected = max(ceil((active + fetched) / ranks), the most any rank
- * holds) requests, and stay there. Here the requests admitted since the
- * last call are the fetched ones (admission is pooled: one KV pool of
- * ranks x the smallest rank's, as the engine's MIN all-reduce of
- * max_tokens sizes every rank alike). */
+ * holds) requests, and stay there. adp_spread places the k requests of v
+ * on ranks holding cnt requests of tok prompt tokens (both updated) and
+ * leaves v in the order they were placed. */
 struct adp_new {
 	int64_t input, pos, id;
 };
@@ -753,35 +799,12 @@ static int by_prompt_desc(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static int adp_assign(struct serve *s, struct serve_inst *in)
+static void adp_spread(struct serve *s, struct serve_inst *in,
+		       struct adp_new *v, int64_t k, int64_t *cnt,
+		       int64_t *tok)
 {
-	int64_t cnt[ADP_MAX_BINS], tok[ADP_MAX_BINS], i, k = 0, total = 0;
-	int64_t expected, most = 0, r, n = in->adp;
-	struct adp_new *v;
+	int64_t i, r, n = in->adp, total = 0, most = 0, expected;
 
-	for (r = 0; r < n; r++)
-		cnt[r] = tok[r] = 0;
-	for (i = 0; i < in->nrunning; i++) {
-		const struct serve_req *q = &s->req[in->running[i]];
-
-		if (!has_rank(s, in, q)) {
-			k++;
-			continue;
-		}
-		cnt[q->adp_rank]++;
-		tok[q->adp_rank] += q->input;
-	}
-	if (k == 0)
-		return 0;
-	v = mem_alloc((size_t)k * sizeof(*v));
-	if (!v)
-		return -1;
-	for (i = 0, k = 0; i < in->nrunning; i++) {
-		const struct serve_req *q = &s->req[in->running[i]];
-
-		if (!has_rank(s, in, q))
-			v[k++] = (struct adp_new){q->input, i, in->running[i]};
-	}
 	qsort(v, (size_t)k, sizeof(*v), by_prompt_desc);
 	for (r = 0; r < n; r++) {
 		total += cnt[r];
@@ -804,7 +827,155 @@ static int adp_assign(struct serve *s, struct serve_inst *in)
 		cnt[best]++;
 		tok[best] += q->input;
 	}
+}
+
+/* Pooled admission (engine adp_admission: pooled): the requests
+ * admitted since the last call, against one KV pool of ranks x the
+ * smallest rank's, are the fetched ones. */
+static int adp_assign(struct serve *s, struct serve_inst *in)
+{
+	int64_t cnt[ADP_MAX_BINS], tok[ADP_MAX_BINS], i, k = 0, r;
+	struct adp_new *v;
+
+	for (r = 0; r < in->adp; r++)
+		cnt[r] = tok[r] = 0;
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+
+		if (!has_rank(s, in, q)) {
+			k++;
+			continue;
+		}
+		cnt[q->adp_rank]++;
+		tok[q->adp_rank] += q->input;
+	}
+	if (k == 0)
+		return 0;
+	v = mem_alloc((size_t)k * sizeof(*v));
+	if (!v)
+		return -1;
+	for (i = 0, k = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+
+		if (!has_rank(s, in, q))
+			v[k++] = (struct adp_new){q->input, i, in->running[i]};
+	}
+	adp_spread(s, in, v, k, cnt, tok);
 	mem_free(v);
+	return 0;
+}
+
+/*
+ * Per-rank admission (engine adp_admission: rank), as TensorRT-LLM's
+ * PyTorch executor runs attention DP: every rank is a PyExecutor with
+ * its own KV cache manager and capacity scheduler. Each iteration the
+ * ranks all-gather their active request counts (fetched and not
+ * finished, admitted or not) and fetch from the shared queue, FCFS, up
+ * to ranks x max_num_active_requests (the engine's max_batch_size) less
+ * those: no KV test at the fetch (executor_request_queue.py
+ * _fetch_new_requests_attention_dp, total_max_num_active_requests =
+ * tp_size x max_num_active_requests, @007a7508; the same count in
+ * py_executor.py _fetch_new_requests before that file existed). The
+ * fetched requests are spread as above and join their rank's active
+ * list. Then each rank's capacity scheduler walks its own list
+ * (GuaranteedNoEvictScheduler, cpp/tensorrt_llm/batch_manager/
+ * capacityScheduler.cpp @02a10fed): requests in progress first, their
+ * blocks to completion reserved; then the pending ones in order, each
+ * admitted when its blocks to completion fit the rank's pool beyond
+ * those, the rank's walk stopping at the first that does not (or at
+ * max_batch_size scheduled). MAX_UTILIZATION admits when the prompt's
+ * blocks fit what the rank has free and evicts on that rank.
+ */
+static int adp_fetch(struct serve *s, struct serve_inst *in)
+{
+	int64_t cnt[ADP_MAX_BINS], tok[ADP_MAX_BINS], i, k, r, active = 0;
+	struct adp_new *v;
+
+	for (r = 0; r < in->adp; r++)
+		cnt[r] = tok[r] = 0;
+	for (i = 0; i < in->nrunning + in->npend; i++) {
+		const struct serve_req *q = &s->req[i < in->nrunning ?
+			in->running[i] : in->pend[i - in->nrunning]];
+
+		assert(q->adp_rank >= 0 && q->adp_rank < in->adp);
+		cnt[q->adp_rank]++;
+		tok[q->adp_rank] += q->input;
+		active++;
+	}
+	k = in->max_seqs - active;	/* ranks x max_batch_size less them */
+	k = k < in->waiting.n ? k : in->waiting.n;
+	if (k <= 0)
+		return 0;
+	v = mem_alloc((size_t)k * sizeof(*v));
+	if (!v) {
+		s->failed = 1;
+		return -1;
+	}
+	for (i = 0; i < k; i++) {
+		int64_t id = rq_front(&in->waiting);
+
+		rq_pop_front(&in->waiting);
+		v[i] = (struct adp_new){s->req[id].input, i, id};
+	}
+	adp_spread(s, in, v, k, cnt, tok);
+	for (i = 0; i < k; i++)
+		if (pend_add(in, v[i].id, 0) != 0) {
+			s->failed = 1;
+			mem_free(v);
+			return -1;
+		}
+	mem_free(v);
+	return 0;
+}
+
+static int adp_admit(struct serve *s, struct serve_inst *in)
+{
+	int no_evict = s->job->serving.engine->capacity == ENGINE_CAP_NO_EVICT;
+	int64_t held[ADP_MAX_BINS], run[ADP_MAX_BINS], i, w = 0, r;
+	int64_t per = in->max_seqs / in->adp;
+	char shut[ADP_MAX_BINS];
+
+	for (r = 0; r < in->adp; r++) {
+		held[r] = no_evict ? 0 : in->adp_used[r];
+		run[r] = 0;
+		shut[r] = 0;
+	}
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *q = &s->req[in->running[i]];
+		int64_t want = kv_pages_for(in, q->reserved);
+
+		run[q->adp_rank]++;
+		if (no_evict)
+			held[q->adp_rank] += want > q->pages ? want : q->pages;
+	}
+	for (i = 0; i < in->npend; i++) {
+		int64_t id = in->pend[i], need;
+		struct serve_req *q = &s->req[id];
+		int j = q->adp_rank;
+
+		if (!shut[j] && run[j] >= per)
+			shut[j] = 1;
+		need = no_evict ? kv_pages_for(in, q->prompt +
+					       (q->output - q->generated)) :
+				  kv_pages_for(in, q->prompt - start_of(q));
+		if (!shut[j] && held[j] + need > in->rank_pages)
+			shut[j] = 1;
+		if (shut[j]) {
+			in->pend[w++] = id;	/* it waits on its rank */
+			continue;
+		}
+		q->state = REQ_RUNNING;
+		q->computed = start_of(q);
+		q->reserved = no_evict ? q->prompt + (q->output - q->generated)
+				       : 0;
+		if (serve_running_add(in, id) != 0) {
+			s->failed = 1;
+			return -1;
+		}
+		held[j] += need;
+		run[j]++;
+	}
+	in->npend = w;
 	return 0;
 }
 
@@ -829,6 +1000,69 @@ static int64_t rank_room(const struct serve_inst *in, const int64_t *bin,
 	return bin[*j] < budget ? bin[*j] : budget;
 }
 
+/*
+ * TensorRT-LLM's attention-DP balance (attention_dp_config enable_balance;
+ * PyExecutor._balance_adp_requests, tensorrt_llm/_torch/pyexecutor/
+ * py_executor.py, the same in the later scheduler's balance_adp_requests;
+ * defaults llmapi/llm_args.py AttentionDpConfig: off, timeout_iters 50,
+ * batching_wait_iters 10). After every rank's schedulers ran, the ranks
+ * all-gather their scheduled context and generation counts; all ranks
+ * then drop their context requests this iteration unless (a) every rank
+ * has fewer than max_batch_size generation requests and a context
+ * request (the wait count is reset; with every rank generating, the
+ * contexts are still held batching_wait_iters times in a row), or (b)
+ * the wait count, raised on every other iteration (with or without
+ * contexts anywhere), reaches timeout_iters, or some rank generates
+ * nothing (both reset it). Whether rank j would schedule a context here:
+ * its first prompt not in a step fits its token budget (bin[j], within
+ * the pooled budget; chunked: any room). 1: hold the contexts.
+ */
+static int adp_hold(const struct serve *s, struct serve_inst *in,
+		    const int64_t *gen_r, const int64_t *bin, int64_t budget,
+		    int64_t k)
+{
+	const struct engine_spec *e = s->job->serving.engine;
+	int64_t per = in->max_seqs / in->adp, i, j;
+	char ctx[ADP_MAX_BINS], seen[ADP_MAX_BINS];
+	int all_free = 1, all_ctx = 1, all_gen = 1;
+
+	for (j = 0; j < in->adp; j++)
+		ctx[j] = seen[j] = 0;
+	for (i = 0; i < in->nrunning; i++) {
+		const struct serve_req *r = &s->req[in->running[i]];
+		int64_t room, need = r->prompt - r->computed;
+
+		if (decoding(r) || r->in_step || seen[r->adp_rank])
+			continue;
+		j = r->adp_rank;
+		seen[j] = 1;
+		room = bin[j] < budget ? bin[j] : budget;
+		ctx[j] = need <= room || (in->chunked && room > 0);
+	}
+	for (j = 0; j < in->adp; j++) {
+		all_free &= gen_r[j] / k < per;
+		all_ctx &= ctx[j];
+		all_gen &= gen_r[j] > 0;
+	}
+	if (all_free && all_ctx) {
+		in->adp_wait_iters = 0;
+		if (!all_gen)
+			return 0;
+		if (in->adp_batch_iters < e->adp_batching_wait_iters) {
+			in->adp_batch_iters++;
+			return 1;
+		}
+		in->adp_batch_iters = 0;
+		return 0;
+	}
+	in->adp_wait_iters++;
+	if (in->adp_wait_iters >= e->adp_timeout_iters || !all_gen) {
+		in->adp_wait_iters = 0;
+		return 0;
+	}
+	return 1;
+}
+
 static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 			    double now)
 {
@@ -837,10 +1071,15 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 	char shut[ADP_MAX_BINS];
 	int ranked = in->adp > 1 && in->adp <= ADP_MAX_BINS;
 
-	if (trtllm_admit(s, in, now) != 0)
-		return -1;
-	if (ranked && adp_assign(s, in) != 0)
-		return -1;
+	if (in->adp_used) {	/* per-rank admission */
+		if (adp_fetch(s, in) != 0 || adp_admit(s, in) != 0)
+			return -1;
+	} else {
+		if (trtllm_admit(s, in, now) != 0)
+			return -1;
+		if (ranked && adp_assign(s, in) != 0)
+			return -1;
+	}
 	for (j = 0; ranked && j < in->adp; j++) {
 		gen_r[j] = 0;
 		shut[j] = 0;
@@ -864,6 +1103,9 @@ static int64_t sched_trtllm(struct serve *s, struct serve_inst *in,
 	for (j = 0; in->adp > 1 && j < in->adp && j < ADP_MAX_BINS; j++)
 		bin[j] = ranked ? in->max_tokens / in->adp - gen_r[j]
 				: (in->max_tokens - gen) / in->adp;
+	if (ranked && s->job->serving.engine->adp_balance &&
+	    adp_hold(s, in, gen_r, bin, budget, k))
+		return n;	/* every rank's contexts wait */
 	for (i = 0; i < in->nrunning && budget > 0; i++) {
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];

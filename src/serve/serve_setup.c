@@ -262,6 +262,21 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
+	/* TensorRT-LLM attention DP: each rank its own pool, fetched
+	 * requests held on their rank until its capacity scheduler admits
+	 * them (serve_sched.c adp_fetch). Aggregated instances only: a
+	 * decode instance's requests arrive with their KV (pooled). */
+	if (x->eng->scheduler == ENGINE_SCHED_TRTLLM &&
+	    x->eng->adp_admit == ENGINE_ADP_RANK && in->role == ROLE_BOTH &&
+	    in->adp > 1 && in->adp <= ADP_MAX_BINS) {
+		in->adp_used = mem_calloc((size_t)in->adp,
+					  sizeof(*in->adp_used));
+		if (!in->adp_used) {
+			diag_oom(s->d);
+			return -1;
+		}
+		in->rank_pages = (int64_t)mem->kv_pages;
+	}
 	return 0;
 }
 
@@ -486,6 +501,8 @@ void serve_teardown(struct serve *s)
 	for (i = 0; i < s->ninst; i++) {
 		rq_release(&s->inst[i].waiting);
 		mem_free(s->inst[i].running);
+		mem_free(s->inst[i].adp_used);
+		mem_free(s->inst[i].pend);
 	}
 	for (i = 0; i < s->nsteppers; i++)
 		infer_stepper_release(&s->steppers[i]);

@@ -160,3 +160,183 @@ Test(serve_adp, other_engines_are_not_ranked)
 	mem_free(in.running);
 	arena_release(&a);
 }
+
+/*
+ * Per-rank admission (engine adp_admission: rank; serve_sched.c
+ * adp_fetch / adp_admit). The four requests above (prompts 300, 100,
+ * 100, 100, 10 output tokens, 16-token pages) on two ranks of 21 pages
+ * each, GUARANTEED_NO_EVICT. The fetch takes all four (ranks x
+ * max_batch_size = 8 > 4 active) and places them as above: 300 and the
+ * last 100 on rank 0, the other two on rank 1. Each rank admits against
+ * its own 21 pages the blocks to completion, ceil((prompt + 10) / 16):
+ *   rank 0: 300 -> 20 pages (fits 21); the 100 -> 7 more, 27 > 21: it
+ *           waits on rank 0 (fetched, not admitted);
+ *   rank 1: 7 + 7 = 14 <= 21: both admitted.
+ * One pool of 42 pages would have admitted all four (20 + 3 x 7 = 41).
+ * The first step computes the three admitted prompts; the KV each rank
+ * holds after it: rank 0 ceil(300 / 16) = 19 pages, rank 1 2 x
+ * ceil(100 / 16) = 14. The waiting request is admitted on rank 0 in the
+ * first step after the 300-token request frees its pages: one prompt
+ * step and 9 decode steps make its 10 tokens (steps 1-10), the overlap
+ * scheduler's extra step (the preset's overlap_extra_step) runs it once
+ * more (step 11), so step 12, as its only prompt.
+ */
+Test(serve_adp, each_rank_admits_against_its_own_pool)
+{
+	const char *sets[] = {"serving.engine=trtllm"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	int64_t used[2] = {0, 0}, tag;
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b;
+
+	adp_setup(&a, &s, &in, req, prompt, sets, 1, 0);
+	in.pages = in.free_pages = 42;
+	in.adp_used = used;
+	in.rank_pages = 21;
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 3);
+	cr_assert_eq(req[0].adp_rank, 0);
+	cr_assert_eq(req[1].adp_rank, 1);
+	cr_assert_eq(req[2].adp_rank, 1);
+	cr_assert_eq(req[3].adp_rank, 0);
+	cr_assert_eq(in.nrunning, 3);
+	cr_assert_eq(in.waiting.n, 0);
+	cr_assert_eq(in.npend, 1);
+	cr_assert_eq(in.pend[0], 3);
+	cr_assert_eq(req[3].state, REQ_WAITING);
+	cr_assert_eq(used[0], 19);
+	cr_assert_eq(used[1], 14);
+	cr_assert_eq(in.free_pages, 42 - 33);
+	for (tag = 1; tag <= 11; tag++) {
+		serve_step_done(&s, &in, tag, (double)tag);
+		in.tag = tag + 1;
+		if (tag < 11) {
+			cr_assert_eq(serve_schedule(&s, &in, (double)tag, &b),
+				     3, "step %lld", (long long)tag + 1);
+			cr_assert_eq(in.npend, 1);
+		}
+	}
+	cr_assert_eq(req[0].state, REQ_DONE);
+	cr_assert_eq(used[0], 0);	/* its 20 pages back on rank 0 */
+	/* step 12: requests 1 and 2 are done too (same length); request 3
+	 * is admitted on rank 0 and computes its prompt */
+	cr_assert_eq(serve_schedule(&s, &in, 11, &b), 1);
+	cr_assert_eq(in.npend, 0);
+	cr_assert_eq(req[3].state, REQ_RUNNING);
+	cr_assert_eq(b.n, 1);
+	group_is(&b, 0, 1, 100, 0, 1, 1);
+	cr_assert_eq(used[0], 7);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	mem_free(in.pend);
+	arena_release(&a);
+}
+
+/*
+ * The fetch is bounded by active counts alone: with max_batch_size 1 a
+ * rank (in.max_seqs = 2 for the instance) and a pool that holds
+ * everything, the first fetch takes the first two requests in FCFS
+ * order (300, 100), longest first onto the ranks (300 -> rank 0, 100 ->
+ * rank 1); the other two stay in the shared queue, unplaced, until a
+ * rank's count falls.
+ */
+Test(serve_adp, the_fetch_is_bounded_by_active_counts)
+{
+	const char *sets[] = {"serving.engine=trtllm"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	int64_t used[2] = {0, 0};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b;
+
+	adp_setup(&a, &s, &in, req, prompt, sets, 1, 0);
+	in.max_seqs = 2;
+	in.adp_used = used;
+	in.rank_pages = 500;
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 2);
+	cr_assert_eq(req[0].adp_rank, 0);
+	cr_assert_eq(req[1].adp_rank, 1);
+	cr_assert_eq(req[2].adp_rank, -1);
+	cr_assert_eq(req[3].adp_rank, -1);
+	cr_assert_eq(in.waiting.n, 2);
+	cr_assert_eq(in.npend, 0);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	mem_free(in.pend);
+	arena_release(&a);
+}
+
+/* Request i of req[] (prompt tokens, 10 output) arrives at instance in. */
+static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
+		   int64_t prompt)
+{
+	memset(&req[i], 0, sizeof(req[i]));
+	req[i].input = req[i].prompt = prompt;
+	req[i].output = 10;
+	req[i].adp_rank = req[i].adp_inst = -1;
+	req[i].first_scheduled_s = req[i].first_token_s = -1;
+	req[i].done_s = -1;
+	req[i].state = REQ_WAITING;
+	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
+}
+
+/*
+ * attention_dp_config enable_balance (engine adp_balance; serve_sched.c
+ * adp_hold), timeout_iters 3, batching_wait_iters 1, the pooled
+ * admission of the first test (4 requests a rank at most). Step 1: the
+ * four prompts run (no rank generates yet: contexts go). A fifth request
+ * (100) arrives: ranks hold 2 | 2 requests of 400 | 200 prompt tokens,
+ * so it goes to rank 1. Rank 0 has no context: steps 2 and 3 hold it
+ * (wait count 1, 2 < 3), step 4 runs it (count 3 = timeout). Then two
+ * more (100, 100): expected = max(ceil(7 / 2), 3) = 4; the first onto
+ * rank 1 (300 < 400 tokens), the second onto rank 0 (400 = 400, fewer
+ * requests). Both ranks now have a context and generate: step 5 holds
+ * them once for batching (count 0 < 1), step 6 runs both. Sequences a
+ * step: 4 prompts; 4 decodes (twice); 4 decodes + 1 prompt; 5 decodes;
+ * 5 decodes + 2 prompts. Without the balance the fifth request's prompt
+ * would run in step 2 and the last two in step 5.
+ */
+Test(serve_adp, balance_holds_contexts_until_every_rank_has_one)
+{
+	const char *sets[] = {"serving.engine=trtllm",
+			      "serving.engine.adp_balance=true",
+			      "serving.engine.adp_timeout_iters=3",
+			      "serving.engine.adp_batching_wait_iters=1"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	static const int64_t want[] = {4, 4, 4, 5, 5, 7};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[7];
+	struct infer_batch b;
+	int64_t tag;
+
+	adp_setup(&a, &s, &in, req, prompt, sets, 4, 0);
+	s.nreq = 7;
+	for (tag = 1; tag <= 6; tag++) {
+		if (tag == 2)
+			arrive(&in, req, 4, 100);
+		if (tag == 5) {
+			arrive(&in, req, 5, 100);
+			arrive(&in, req, 6, 100);
+		}
+		in.tag = tag;
+		cr_assert_eq(serve_schedule(&s, &in, (double)tag, &b),
+			     want[tag - 1],
+			     "step %lld", (long long)tag);
+		serve_step_done(&s, &in, tag, (double)tag + 1);
+	}
+	cr_assert_eq(req[4].adp_rank, 1);
+	cr_assert_eq(req[5].adp_rank, 1);
+	cr_assert_eq(req[6].adp_rank, 0);
+	cr_assert_float_eq(req[4].first_scheduled_s, 4, 1e-12);
+	cr_assert_float_eq(req[5].first_scheduled_s, 6, 1e-12);
+	cr_assert_float_eq(req[6].first_scheduled_s, 6, 1e-12);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	arena_release(&a);
+}
