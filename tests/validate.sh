@@ -135,6 +135,14 @@ coll_bad "engine_kernel_max_B as a list" 5:22 'engine_kernel_max_B: [1]'
 coll_bad "nodes 0" 5:8 'nodes: 0'
 coll_bad "algorithm rign" 5:12 'algorithm: rign'
 coll_bad "gated: yes" 5:8 'gated: yes'
+# The release a table ran and the algorithms it switched off (round 43):
+# an unknown preset, a path, a release of another library, an unknown or
+# repeated algorithm are errors at the value.
+coll_bad "collectives nccl-2.99" 5:14 'collectives: nccl-2.99'
+coll_bad "collectives as a path" 5:14 'collectives: ../nccl'
+coll_bad "disabled_algorithms nvlss" 5:23 'disabled_algorithms: [nvlss]'
+coll_bad "disabled_algorithms twice" 5:29 'disabled_algorithms: [nvls, nvls]'
+coll_bad "disabled_algorithms a word" 5:22 'disabled_algorithms: nvls'
 # type and placement are shown, not read, and are nccl-tests' own names
 # ('bf16' and 'inplace' were accepted without a word).
 coll_bad "type bf16" 5:7 'type: bf16'

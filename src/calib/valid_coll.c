@@ -21,6 +21,14 @@
  * nccl-tests printed, are not read (a row's size is bytes, and the
  * library model prices bytes: one prediction serves any type and either
  * placement); each must be one of the benchmark's own names.
+ * `collectives: PRESET` names the library release the table ran, as a
+ * collectives preset (configs/collectives/PRESET.yaml, e.g. nccl-2.26 for
+ * NCCL 2.26.2) that starts from the system's library (`preset: nccl`):
+ * the keys that file writes are set over the system's collectives, every
+ * other key as the system has it. Absent: the system's library as it
+ * stands (the current release). `disabled_algorithms: [A, ...]` names
+ * algorithms the run switched off (NCCL_NVLS_ENABLE=0: [nvls, nvls_tree];
+ * NCCL_ALGO=^A): the library picks among the others.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -45,6 +53,9 @@
 struct ref {
 	const char *id, *system;
 	const char *nodes;		/* system.nodes override, or NULL */
+	const char *lib;		/* collectives preset (release), or NULL */
+	const struct cnode *lib_at;	/* its key's value, for a note */
+	int off[ALGO_COUNT];		/* 1: disabled_algorithms names it */
 	int op;				/* enum coll_op */
 	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
@@ -113,7 +124,8 @@ static int read_rows(const struct cnode *rows, struct ref *r,
  * read; their values are checked (table_names). */
 static const char *const table_keys[] = {
 	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
-	"engine_kernel_max_B", "type", "placement", "rows", NULL,
+	"engine_kernel_max_B", "type", "placement", "rows", "collectives",
+	"disabled_algorithms", NULL,
 };
 
 /* A key of the table that must be a scalar: its text, NULL when absent;
@@ -165,6 +177,42 @@ static int table_names(const struct cnode *doc, const char *key,
 	return -1;
 }
 
+/* disabled_algorithms: a list of the library's algorithm names, each
+ * once, not the one `algorithm` forces; 0, or -1 after an error at it. */
+static int read_off(const struct cnode *v, struct ref *r, struct diag *d)
+{
+	size_t i;
+
+	memset(r->off, 0, sizeof(r->off));
+	if (!v)
+		return 0;
+	if (v->kind != CNODE_SEQ) {
+		cnode_error(d, v, "'disabled_algorithms': expected a list of "
+			    "algorithm names ([nvls, nvls_tree])");
+		return -1;
+	}
+	for (i = 0; i < v->nitems; i++) {
+		const struct cnode *x = v->items[i];
+		int k = x->kind == CNODE_SCALAR ?
+			schema_name_index(coll_algo_names, x->text) : -1;
+
+		if (k < 0 || r->off[k] || k == r->algo) {
+			cnode_error(d, x, "'disabled_algorithms': expected "
+				    "the names of algorithms, each once and "
+				    "not the forced 'algorithm' (ring, tree, "
+				    "direct, rhd, hierarchical, nvls, "
+				    "nvls_tree, pairwise, p2p), got %s%s%s",
+				    x->kind == CNODE_SCALAR ? "'" : "a ",
+				    x->kind == CNODE_SCALAR ? x->text :
+				    x->kind == CNODE_MAP ? "mapping" : "list",
+				    x->kind == CNODE_SCALAR ? "'" : "");
+			return -1;
+		}
+		r->off[k] = 1;
+	}
+	return 0;
+}
+
 static int read_ref(struct arena *a, const char *path, struct ref *r,
 		    struct diag *d)
 {
@@ -184,6 +232,18 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	r->id = table_scalar(doc, "id", &bad, d);
 	r->system = table_scalar(doc, "system", &bad, d);
 	r->nodes = table_scalar(doc, "nodes", &bad, d);
+	r->lib = table_scalar(doc, "collectives", &bad, d);
+	r->lib_at = cnode_get(doc, "collectives");
+	if (r->lib && (!*r->lib || strlen(r->lib) > 100 ||
+		       strspn(r->lib, "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+		       strlen(r->lib) || r->lib[0] == '.')) {
+		cnode_error(d, cnode_get(doc, "collectives"), "'collectives': "
+			    "expected a collectives preset name (letters, "
+			    "digits, '.', '_', '-'; 1 - 100), got '%s'",
+			    r->lib);
+		bad = 1;
+	}
 	op = table_scalar(doc, "op", &bad, d);
 	ranks = table_scalar(doc, "ranks", &bad, d);
 	algo = table_scalar(doc, "algorithm", &bad, d);
@@ -210,6 +270,8 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			    "hierarchical, nvls, pairwise, p2p, got '%s'", algo);
 		return -1;
 	}
+	if (read_off(cnode_get(doc, "disabled_algorithms"), r, d) != 0)
+		return -1;
 	r->gated = valid_get_bool(doc, "gated", 1, d);
 	if (r->gated < 0)
 		return -1;
@@ -285,6 +347,116 @@ static int add_row(struct valid_table *t, const struct ref *r, int i,
 	return 0;
 }
 
+#define MAX_SETS 64
+
+/* The release file's keys under `path` (dotted), each as a --set
+ * "path.key=value" appended to sets[*n]: mappings walked, scalars as
+ * written, lists of scalars as [a, b]. 0, or -1 after reporting. */
+static int leaf_sets(struct arena *a, const struct cnode *v,
+		     const char *path, const char **sets, size_t *n,
+		     struct diag *d)
+{
+	size_t i;
+	char *t;
+
+	if (v->kind == CNODE_MAP) {
+		for (i = 0; i < v->npairs; i++) {
+			const char *k = v->pairs[i].key->text;
+
+			if (!(t = arena_printf(a, "%s.%s", path, k)) ||
+			    leaf_sets(a, v->pairs[i].value, t, sets, n, d))
+				return t ? -1 : (diag_oom(d), -1);
+		}
+		return 0;
+	}
+	if (*n >= MAX_SETS) {
+		cnode_error(d, v, "a release preset of more than %d keys "
+			    "(validate sets at most that many)", MAX_SETS - 4);
+		return -1;
+	}
+	if (v->kind == CNODE_SCALAR)
+		t = arena_printf(a, "%s=%s", path, v->text);
+	else {
+		t = arena_printf(a, "%s=[", path);
+		for (i = 0; t && i < v->nitems; i++) {
+			if (v->items[i]->kind != CNODE_SCALAR) {
+				cnode_error(d, v->items[i], "expected a "
+					    "scalar (a release preset's lists "
+					    "are flat)");
+				return -1;
+			}
+			t = arena_printf(a, "%s%s%s", t, i ? ", " : "",
+					 v->items[i]->text);
+		}
+		t = t ? arena_printf(a, "%s]", t) : NULL;
+	}
+	if (!t) {
+		diag_oom(d);
+		return -1;
+	}
+	sets[(*n)++] = t;
+	return 0;
+}
+
+/* r's release (`collectives: PRESET`) as sets over the system's
+ * collectives; *lib_of its `preset:` (the library it starts from), to
+ * check against the system's. 0, or -1 after reporting. */
+static int release_sets(struct config_ctx *cx, const struct ref *r,
+			const char **sets, size_t *n, const char **lib_of)
+{
+	const struct cnode *doc, *p;
+	const char *file;
+	size_t i;
+	int oom;
+
+	file = config_preset_file(cx, &collectives_schema, r->lib, &oom);
+	if (!file) {
+		const char **names = oom ? NULL :
+			config_list_presets(cx, &collectives_schema);
+		char list[512];
+		size_t k = 0;
+
+		if (oom)
+			return -1;
+		list[0] = '\0';
+		for (i = 0; names && names[i] && k < sizeof(list); i++)
+			k += (size_t)snprintf(list + k, sizeof(list) - k,
+					      "%s%s", i ? ", " : "", names[i]);
+		cnode_error(cx->diag, r->lib_at, "'collectives': no "
+			    "collectives preset '%s' (presets: %s)", r->lib,
+			    list);
+		return -1;
+	}
+	if (!(doc = cnode_load_yaml(cx->arena, file, cx->diag)))
+		return -1;
+	p = doc->kind == CNODE_MAP ? cnode_get(doc, "preset") : NULL;
+	if (!p || p->kind != CNODE_SCALAR) {
+		cnode_error(cx->diag, p ? p : doc, "a release preset starts "
+			    "from its library's ('preset: nccl'), as "
+			    "configs/collectives/nccl-2.26.yaml does");
+		diag_note(cx->diag, r->lib_at->file, r->lib_at->line,
+			  r->lib_at->col, "'collectives: %s' of this table",
+			  r->lib);
+		return -1;
+	}
+	*lib_of = p->text;
+	for (i = 0; i < doc->npairs; i++) {
+		const char *k = doc->pairs[i].key->text;
+		char *t;
+
+		if (strcmp(k, "preset") == 0 || strcmp(k, "name") == 0)
+			continue;
+		if (!(t = arena_printf(cx->arena, "collectives.%s", k))) {
+			diag_oom(cx->diag);
+			return -1;
+		}
+		if (leaf_sets(cx->arena, doc->pairs[i].value, t, sets, n,
+			      cx->diag) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Predict one table. */
 static int do_file(struct valid_set *set, struct config_ctx *cx,
 		   const char *path)
@@ -294,18 +466,42 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	struct valid_table *t;
 	struct net *n = NULL;
 	uint32_t *gpus = NULL, i;
-	char set_nodes[64];
-	const char *sets[1] = { set_nodes };
+	char set_nodes[64], set_off[ALGO_COUNT][160];
+	const char *sets[MAX_SETS + ALGO_COUNT], *lib_of = NULL;
+	size_t nsets = 0;
 	int k, rc = -1;
 
 	if (!s || read_ref(cx->arena, path, &r, cx->diag) != 0)
 		return -1;
 	memset(s, 0, sizeof(*s));
-	if (r.nodes)
+	if (r.nodes) {
 		snprintf(set_nodes, sizeof(set_nodes), "nodes=%s", r.nodes);
-	if (config_load(cx, &system_schema, r.system, sets, r.nodes ? 1 : 0,
-			s) != 0)
+		sets[nsets++] = set_nodes;
+	}
+	if (r.lib && release_sets(cx, &r, sets, &nsets, &lib_of) != 0)
 		return -1;
+	for (k = 0; k < ALGO_COUNT; k++)
+		if (r.off[k]) {	/* every protocol of it off */
+			snprintf(set_off[k], sizeof(set_off[k]), "collectives."
+				 "algorithms.%s.protocols={ll: false, ll128: "
+				 "false, simple: false}", coll_algo_names[k]);
+			sets[nsets++] = set_off[k];
+		}
+	if (config_load(cx, &system_schema, r.system, sets, nsets, s) != 0) {
+		if (r.lib && !cx->diag->oom)	/* whose --set it was */
+			diag_note(cx->diag, r.lib_at->file, r.lib_at->line,
+				  r.lib_at->col, "'collectives: %s' of this "
+				  "table", r.lib);
+		return -1;
+	}
+	if (lib_of && (!s->collectives || !s->collectives->name ||
+		       strcmp(lib_of, s->collectives->name) != 0)) {
+		cnode_error(cx->diag, r.lib_at, "'collectives': release '%s' "
+			    "starts from '%s', but %s runs '%s'", r.lib,
+			    lib_of, r.system, s->collectives &&
+			    s->collectives->name ? s->collectives->name : "?");
+		return -1;
+	}
 	gpus = mem_alloc(r.ranks * sizeof(*gpus));
 	n = net_new(s, NULL, cx->diag);
 	if (!gpus || !n || !(t = valid_table_add(set, VK_COLLECTIVE, cx->diag)))

@@ -113,6 +113,14 @@ int config_load_resolved(struct config_ctx *cx, const struct schema *s,
 			 const struct cnode *const *overs, size_t n,
 			 void *out);
 
+/*
+ * The file of preset `name` of kind s (NAME.yaml, NAME.yml, NAME.json in
+ * each preset dir under the data root), or NULL when there is none.
+ * *oom is set when it failed for lack of memory (reported).
+ */
+const char *config_preset_file(struct config_ctx *cx, const struct schema *s,
+			       const char *name, int *oom);
+
 /* Names of the presets of kind s (sorted, NULL-terminated, in the arena). */
 const char **config_list_presets(struct config_ctx *cx,
 				 const struct schema *s);

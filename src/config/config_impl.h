@@ -34,13 +34,6 @@ char *config_join(struct arena *a, const char *dir, const char *name);
 /* The directory part of path ("." when none), in the arena. */
 char *config_dir_of(struct arena *a, const char *path);
 
-/*
- * The file of preset `name` of kind s (NAME.yaml, NAME.yml, NAME.json in
- * each preset dir under the data root), or NULL when there is none.
- * *oom is set when it failed for lack of memory (reported).
- */
-const char *config_preset_file(struct config_ctx *cx, const struct schema *s,
-			       const char *name, int *oom);
 
 /* Report that preset `name` of kind s does not exist, at `at` (NULL for
  * the command line), with "did you mean" and the presets there are. */

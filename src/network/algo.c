@@ -223,6 +223,12 @@ static uint32_t nvls_head(const struct algo_ctx *x, uint32_t k,
 	return mem[h % mk];
 }
 
+/* pipe.c's fill for a kernel of st stages: st - 1 loops. */
+static double kernel_fill(int64_t st)
+{
+	return st > 1 ? (double)(st - 1) : 0;
+}
+
 /* The loops of fill of NVLSTree's pipeline: a loop's chunks pass its
  * stages one after another, each at its own resource's time for a loop's
  * bytes (per byte of the loop, L = 1): the scatter and gather warps move
@@ -240,12 +246,6 @@ static uint32_t nvls_head(const struct algo_ctx *x, uint32_t k,
  * and the per-head cap bus / (nh hb); the first loop ends after the
  * sum, so the fill is sum / slowest - 1 loops. Without a switch link or
  * NIC in the topology: the spec's stages - 1 + D. */
-/* pipe.c's fill for a kernel of st stages: st - 1 loops. */
-static double kernel_fill(int64_t st)
-{
-	return st > 1 ? (double)(st - 1) : 0;
-}
-
 static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
 			     uint32_t rail, double D, double hb)
 {

@@ -136,6 +136,12 @@ void crun_set_release(struct crun_set *rs)
 		crun_free(r);
 	}
 	memset(rs->park, 0, sizeof(rs->park));
+	mem_free(rs->hc_stamp);
+	mem_free(rs->hc_rate);
+	rs->hc_stamp = NULL;
+	rs->hc_rate = NULL;
+	rs->hc_cap = rs->hc_gen = 0;
+	rs->hc_hid = 0;
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -230,7 +236,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
 			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0,
-			    NULL, 0 };
+			    NULL, 0, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -311,18 +317,6 @@ static void unpark(struct crun *r)
 	crun_free(r);
 }
 
-/* The last rate change of plan flow i before dt (ns after the start). */
-static const struct ctraj_rec *state_at(const struct ctraj *tr, uint32_t i,
-					units_ns_t dt)
-{
-	uint32_t k = tr->rec_off[i + 1];
-
-	while (k > tr->rec_off[i] && tr->rec[k - 1].t_ns >= dt)
-		k--;
-	if (k == tr->rec_off[i])
-		BUG("run: a replayed flow with no rate before now");
-	return &tr->rec[k - 1];
-}
 
 /* Adopt the flows of the current phase that end at or after dt; 0 or
  * -1 (memory: the flownet's failure flag reports it). */
@@ -340,7 +334,7 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 
 		if (tr->end_ns[i] < dt)
 			continue;
-		st = state_at(tr, i, dt);
+		st = crun_state_at(tr, i, dt);
 		if (flow_adopt(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
 			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps,
@@ -354,28 +348,6 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	return rv;
 }
 
-/* The phase of a replay dt after its start, and in *pending how many of
- * its flows have not ended before dt: the last phase whose flows started
- * before dt, or the next one when all of them ended before dt (pending
- * 0: the run waits for its start). */
-static uint32_t phase_at(const struct crun *r, units_ns_t dt,
-			 uint32_t *pending)
-{
-	const struct ctraj *tr = r->tr;
-	const struct plan *p = &r->cp->plan;
-	uint32_t k = 0, i;
-
-	*pending = 0;
-	while (k + 1 < tr->nphases && tr->start_ns[k + 1] < dt)
-		k++;
-	if (tr->start_ns[k] < dt)
-		for (i = p->phases[k].first;
-		     i < p->phases[k].first + p->phases[k].n; i++)
-			*pending += tr->end_ns[i] >= dt;
-	if (tr->start_ns[k] < dt && *pending == 0)
-		k++;	/* between phases k and k + 1 */
-	return k;
-}
 
 /*
  * Replay r becomes the run it stands for, at its state now (dt after its
@@ -389,7 +361,7 @@ static void resume(struct crun *r)
 	units_ns_t dt = sim_now(r->sim) - r->t0;
 	uint32_t k, pending;
 
-	k = phase_at(r, dt, &pending);
+	k = crun_phase_at(r, dt, &pending);
 	r->tr = NULL;
 	r->set->resumed++;
 	r->phase = k;
@@ -423,202 +395,6 @@ static void evict(void *holder)
 	resume(r);
 }
 
-/* flow_set_host() callback: the ns of replay r's next event (a flow's end
- * or rate change, its next phase's start, its end), -1 if it is not a
- * running replay. */
-static units_ns_t host_next(void *holder)
-{
-	const struct crun *r = holder;
-	const struct ctraj *tr = r->tr;
-	const struct plan *p;
-	units_ns_t dt, next;
-	uint32_t k, pending, i;
-
-	if (r->parked || !tr)
-		return -1;
-	p = &r->cp->plan;
-	dt = sim_now(r->sim) - r->t0;
-	next = tr->total_ns;
-	k = phase_at(r, dt, &pending);
-	if (k >= tr->nphases)
-		return -1;
-	if (pending == 0)
-		return r->t0 + (tr->start_ns[k] < next ? tr->start_ns[k] : next);
-	for (i = p->phases[k].first; i < p->phases[k].first + p->phases[k].n;
-	     i++) {
-		uint32_t j = tr->rec_off[i + 1];
-
-		if (tr->end_ns[i] < dt)
-			continue;
-		if (tr->end_ns[i] < next)
-			next = tr->end_ns[i];
-		/* its first change at or after dt (state_at's successor) */
-		while (j > tr->rec_off[i] && tr->rec[j - 1].t_ns >= dt)
-			j--;
-		if (j < tr->rec_off[i + 1] && tr->rec[j].t_ns < next)
-			next = tr->rec[j].t_ns;
-	}
-	return r->t0 + next;
-}
-
-/* Index of link l in the ascending links[0..n-1]; n if absent. */
-static uint32_t link_index(const uint32_t *links, uint32_t n, uint32_t l)
-{
-	uint32_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (links[mid] < l)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && links[lo] == l ? lo : n;
-}
-
-/* cp's elements by distinct link (struct cplan's link_off), made once;
- * 0 or -1 (no distinct links, or memory). Elements ascending: by flow. */
-static int index_links(struct cplan *cp)
-{
-	const struct plan *p = &cp->plan;
-	uint32_t nl, e, i, *cur = NULL;
-	const uint32_t *links = plan_links(p, &nl);
-
-	if (cp->link_off)
-		return 0;
-	if (!p->links)
-		return -1;
-	cp->link_off = mem_calloc(nl + 2, sizeof(*cp->link_off));
-	cp->link_elem = mem_alloc((p->nelems + 1) * sizeof(*cp->link_elem));
-	cp->link_flow = mem_alloc((p->nelems + 1) * sizeof(*cp->link_flow));
-	cur = mem_alloc((nl + 1) * sizeof(*cur));
-	if (!cp->link_off || !cp->link_elem || !cp->link_flow || !cur)
-		goto fail;
-	for (e = 0; e < p->nelems; e++) {
-		uint32_t d = link_index(links, nl, p->elem_link[e]);
-
-		if (d == nl)
-			goto fail;
-		cp->link_off[d + 1]++;
-	}
-	for (i = 0; i < nl; i++) {
-		cp->link_off[i + 1] += cp->link_off[i];
-		cur[i] = cp->link_off[i];
-	}
-	for (i = 0; i < p->nflows; i++)
-		for (e = p->flows[i].first;
-		     e < p->flows[i].first + p->flows[i].n; e++) {
-			uint32_t d = link_index(links, nl, p->elem_link[e]);
-
-			cp->link_elem[cur[d]] = e;
-			cp->link_flow[cur[d]++] = i;
-		}
-	mem_free(cur);
-	return 0;
-fail:
-	mem_free(cur);
-	mem_free(cp->link_off);
-	mem_free(cp->link_elem);
-	mem_free(cp->link_flow);
-	cp->link_off = cp->link_elem = cp->link_flow = NULL;
-	return -1;
-}
-
-/* flow_set_host() callback: for each of links[0..n-1], what replay r's
- * live flows would leave of it as variables (adopt_phase's order: plan
- * order, each at its rate now), how many they are and the fastest. A
- * flow's elements are sorted by link and distinct (plan_flow_end). */
-static void host_links(void *holder, const uint32_t *links, uint32_t n,
-		       double *left, uint32_t *cnt, double *maxr)
-{
-	const struct crun *r = holder;
-	const struct ctraj *tr = r->tr;
-	const struct plan *p = &r->cp->plan;
-	units_ns_t dt = sim_now(r->sim) - r->t0;
-	uint32_t k, pending, i, j;
-
-	for (j = 0; j < n; j++) {
-		left[j] = flow_link_cap(r->fn, links[j]);
-		cnt[j] = 0;
-		maxr[j] = 0;
-	}
-	k = phase_at(r, dt, &pending);
-	if (pending == 0)
-		return;
-	if (index_links(r->cp) == 0) {
-		const struct cplan *cp = r->cp;
-		uint32_t nl, first = p->phases[k].first,
-			 end = first + p->phases[k].n;
-		const uint32_t *all = plan_links(p, &nl);
-
-		for (j = 0; j < n; j++) {
-			uint32_t d = link_index(all, nl, links[j]), x, hi;
-
-			if (d == nl)
-				continue;
-			/* A link's entries are in flow order (index_links):
-			 * phase k's are one run of them, found by bisection
-			 * (a NIC's list holds the flows of every phase). */
-			x = cp->link_off[d];
-			hi = cp->link_off[d + 1];
-			while (x < hi) {
-				uint32_t mid = x + (hi - x) / 2;
-
-				if (cp->link_flow[mid] < first)
-					x = mid + 1;
-				else
-					hi = mid;
-			}
-			for (; x < cp->link_off[d + 1] &&
-			       cp->link_flow[x] < end; x++) {
-				double rate;
-
-				i = cp->link_flow[x];
-				if (tr->end_ns[i] < dt)
-					continue;
-				rate = state_at(tr, i, dt)->rate_Bps;
-				left[j] -= p->elem_coef[cp->link_elem[x]] * rate;
-				cnt[j]++;
-				if (rate > maxr[j])
-					maxr[j] = rate;
-			}
-		}
-		return;
-	}
-	for (i = p->phases[k].first; i < p->phases[k].first + p->phases[k].n;
-	     i++) {
-		const struct plan_flow *f = &p->flows[i];
-		const uint32_t *el = p->elem_link + f->first;
-		double rate;
-		int got = 0;
-
-		if (tr->end_ns[i] < dt)
-			continue;
-		for (j = 0; j < n; j++) {
-			uint32_t lo = 0, hi = f->n;
-
-			while (lo < hi) {
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (el[mid] < links[j])
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			if (lo == f->n || el[lo] != links[j])
-				continue;
-			if (!got) {
-				rate = state_at(tr, i, dt)->rate_Bps;
-				got = 1;
-			}
-			left[j] -= p->elem_coef[f->first + lo] * rate;
-			cnt[j]++;
-			if (rate > maxr[j])
-				maxr[j] = rate;
-		}
-	}
-}
 
 /* flow_set_evict() callback: another wants link l, which r holds. A
  * parked run lets it go and notes the loss: a DeepEP all-to-all's 512
@@ -666,7 +442,7 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done,
 			    token, NULL, NULL, sim_now(sim), 0, 0, NULL, 0,
-			    0, NULL, 0 };
+			    0, NULL, 0, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, finish_ev, r);
 	if (!r->end_ev) {
 		mem_free(r);
@@ -717,6 +493,7 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		r->token = token;
 		r->tr = tr;
 		r->t0 = t0;
+		r->hid = ++rs->hid_next;
 		r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 		if (!r->end_ev) {
 			unpark(r);
@@ -737,7 +514,7 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 	if (!r)
 		return -1;
 	flow_set_evict(fn, evict, take);
-	flow_set_host(fn, host_next, host_links);
+	flow_set_host(fn, crun_host_next, crun_host_links);
 	if (!flow_try_hold(fn, links, nlinks, r)) {
 		if (!own)
 			mem_free(r);
@@ -747,9 +524,10 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 				    cp->per_byte ? scale : cp->size_B, 1, 0, 0,
 				    done, token, NULL, tr, t0, 0, 0, NULL, 0,
-				    0, NULL, 0 };
+				    0, NULL, 0, 0 };
 	r->tr = tr;
 	r->t0 = t0;
+	r->hid = ++rs->hid_next;
 	r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
 	if (!r->end_ev) {
 		flow_release(fn, links, nlinks, r);

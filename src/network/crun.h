@@ -35,6 +35,7 @@
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
 #define CRUN_PARK_SLOTS 1024
+#define CRUN_HC_LINKS 32	/* links whose host_links() answer is kept */
 
 struct crun_set {
 	struct crun *live;	/* doubly linked */
@@ -51,6 +52,28 @@ struct crun_set {
 	/* replays over whose links are still held, for the next replay of
 	 * a plan on the same links (crun.c), by the links' hash */
 	struct crun *park[CRUN_PARK_SLOTS];
+	/* A running replay's state at one instant, as its host callbacks
+	 * (crun.c host_next, host_links) read it off its trajectory: for
+	 * replay start hc_hid at hc_dt ns after its start, its phase and
+	 * pending count, its next event (hc_has_next) and each plan flow's
+	 * rate (hc_rate[i], -1 for a flow ended before hc_dt) where
+	 * hc_stamp[i] == hc_gen. */
+	uint64_t hid_next;	/* replay starts numbered so far */
+	uint64_t hc_hid;	/* 0 = nothing kept */
+	units_ns_t hc_dt, hc_next;
+	units_ns_t hc_end;	/* with hc_has_next: the state is the same
+				 * for every dt in [hc_dt, hc_end) */
+	uint32_t hc_k, hc_pending;
+	int hc_has_next;
+	uint32_t hc_gen, hc_cap;
+	uint32_t *hc_stamp;
+	double *hc_rate;
+	/* host_links()'s answers in that state, for up to CRUN_HC_LINKS
+	 * links: what is left of hc_link[i], how many flows, the fastest */
+	uint32_t hc_nl;
+	uint64_t hc_kept;	/* links host_links() answered from them */
+	uint32_t hc_link[CRUN_HC_LINKS], hc_cnt[CRUN_HC_LINKS];
+	double hc_left[CRUN_HC_LINKS], hc_maxr[CRUN_HC_LINKS];
 };
 
 /* Free every run still in flight (their done() is never called). */
@@ -143,6 +166,9 @@ uint64_t crun_reheld(const struct crun_set *rs);
 uint64_t crun_detached(const struct crun_set *rs);
 uint64_t crun_reclaimed(const struct crun_set *rs);
 uint64_t crun_resumed(const struct crun_set *rs);
+/* Links whose host_links() sums were kept from an earlier guest's in the
+ * same state of its host (crun_host.c). */
+uint64_t crun_host_kept(const struct crun_set *rs);
 /* Late replays (crun_start_late), and the plan flows they did not start. */
 uint64_t crun_late(const struct crun_set *rs);
 uint64_t crun_late_flows(const struct crun_set *rs);

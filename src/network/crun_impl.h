@@ -33,6 +33,8 @@ struct crun {
 	const struct ctraj *late;	/* a late replay's trajectory, tried
 					 * when phase 0's flows are due */
 	units_ns_t late_t0;	/* ns, when that run started */
+	uint64_t hid;		/* a replay: its start's number (set->
+				 * hid_next), the key of set's hc_ state */
 };
 
 /* A flow of a recorded run: its done argument. */
@@ -57,5 +59,20 @@ struct recorder {
 	units_ns_t done_ns;	/* ns when done was called; -1 before */
 	int failed;
 };
+
+/* The last rate change of plan flow i before dt (ns after the start). */
+const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,
+				      units_ns_t dt);
+
+/* The phase of replay r dt ns after its start, and in *pending how many
+ * of its flows have not ended before dt (crun_host.c). */
+uint32_t crun_phase_at(const struct crun *r, units_ns_t dt,
+		       uint32_t *pending);
+
+/* flow_set_host()'s callbacks for a running replay (crun_host.c): its
+ * next event, and what its flows leave of links[0..n-1]. */
+units_ns_t crun_host_next(void *holder);
+void crun_host_links(void *holder, const uint32_t *links, uint32_t n,
+		     double *left, uint32_t *cnt, double *maxr);
 
 #endif

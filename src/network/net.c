@@ -885,6 +885,7 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 	out->reheld = crun_reheld(&n->runs);
 	out->reclaimed = crun_reclaimed(&n->runs);
 	out->detached = crun_detached(&n->runs);
+	out->host_kept = crun_host_kept(&n->runs);
 }
 
 int net_failed(const struct net *n)

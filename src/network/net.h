@@ -99,6 +99,9 @@ struct net_stats {
 				 * held no link (crun.h CRUN_DETACH_SHARE) */
 	uint64_t guests;	/* flows that ran and ended as a replay's
 				 * guest, outside the solver (flow.c) */
+	uint64_t host_kept;	/* guests' links whose sums of a replay's
+				 * flows were kept from an earlier guest's in
+				 * the same state of the replay (crun_host.c) */
 	uint64_t late;		/* of the replays, late ones: links busy
 				 * at the start, free when its first flows
 				 * were due (crun.c "Late replays") */

@@ -8,6 +8,8 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../config/config_testutil.h"
@@ -104,4 +106,207 @@ Test(valid_coll, bad_engine_kernel_max_is_named)
 		valid_set_release(&set);
 		tmpdir_remove(dir);
 	}
+}
+
+/* `collectives: nccl-2.26` runs the table on that release's preset, the
+ * system's own keys kept. On 2 x 8 H100 a 16 MiB all-reduce is NVLSTree
+ * under both releases (collectives/README.md, Round 43 mnode43); NCCL's
+ * NVLSTree latency is hwLat NVLink 25 us + 2 log2(nNodes) x hwLat NET
+ * NVLSTree, 20.9 us at 5067397c (nccl.yaml) and 14 us in v2.26.2-1
+ * (nccl-2.26.yaml): 2 x 1 x (20.9 - 14) = 13.8 us less, the rest of the
+ * run (links, cap, fill) the same. The row's measured time is nccl-tests
+ * #309's (185.4 us, busbw 169.68 GB/s). */
+Test(valid_coll, the_release_preset_is_the_tables)
+{
+	static const char rows[] =
+		"system: dgx-h100\n"
+		"nodes: 2\n"
+		"op: allreduce\n"
+		"ranks: 16\n"
+		"rows:\n"
+		"  - [16777216, 185.4, 169.68]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024], t_cur[32], t_old[32];
+	double t0, t1;
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
+	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
+		     "nccl-2.26\n%s", rows);
+	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_str_eq(set.t[1].id, "B-NCCL226");
+	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
+	cr_assert_has(set.t[1].rows[0].note, "nvls_tree/simple");
+	/* the note reads "nvls_tree/simple, T us (measured ...)" */
+	cr_assert_eq(sscanf(strchr(set.t[0].rows[0].note, ',') + 2, "%31s",
+			    t_cur), 1);
+	cr_assert_eq(sscanf(strchr(set.t[1].rows[0].note, ',') + 2, "%31s",
+			    t_old), 1);
+	t0 = atof(t_cur);
+	t1 = atof(t_old);
+	cr_assert_float_eq(t0 - t1, 13.8, 0.011, "%.2f - %.2f us", t0, t1);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* A release that has no preset is an error at the table's key naming
+ * the presets there are (not a run on the current release). */
+Test(valid_coll, an_unknown_release_is_named)
+{
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.99\n%s"
+		     ROWS, HEAD);
+	write_file(path, dir, "bad.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
+	cr_assert_has(capture_text(&C), "no collectives preset 'nccl-2.99'");
+	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
+		      " no collectives preset 'nccl-2.99' (presets: ");
+	cr_assert_has(capture_text(&C), "nccl-2.26, ");
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* `disabled_algorithms: [nvls, nvls_tree]` is a run with NCCL_NVLS_ENABLE
+ * =0: the library picks among the others. 16 MiB on 2 x 8 H100 is
+ * NVLSTree by default (the_release_preset_is_the_tables); with NVLS off it
+ * Tree or Ring (the choice's view of them, not their run, lost to
+ * NVLSTree: tree/LL128 runs 133 us here), never nvls / nvls_tree. */
+Test(valid_coll, disabled_algorithms_are_not_picked)
+{
+	static const char rows[] =
+		"system: dgx-h100\n"
+		"nodes: 2\n"
+		"op: allreduce\n"
+		"ranks: 16\n"
+		"rows:\n"
+		"  - [16777216, 185.4, 169.68]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-ON\n%s", rows);
+	write_file(path, dir, "a-on.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-OFF\ndisabled_algorithms: "
+		     "[nvls, nvls_tree]\n%s", rows);
+	write_file(path, dir, "b-off.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
+	cr_assert(strstr(set.t[1].rows[0].note, "nvls") == NULL, "%s",
+		  set.t[1].rows[0].note);
+	cr_assert(strncmp(set.t[1].rows[0].note, "tree/", 5) == 0 ||
+		  strncmp(set.t[1].rows[0].note, "ring/", 5) == 0, "%s",
+		  set.t[1].rows[0].note);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* Not a list, an unknown name, a name twice, the forced algorithm: each
+ * an error at the value. */
+Test(valid_coll, bad_disabled_algorithms_are_named)
+{
+	static const char *const bad[4][2] = {
+		{"disabled_algorithms: nvls\n", "expected a list"},
+		{"disabled_algorithms: [nvlss]\n", "got 'nvlss'"},
+		{"disabled_algorithms: [nvls, nvls]\n", "each once"},
+		{"algorithm: ring\ndisabled_algorithms: [ring]\n",
+		 "not the forced 'algorithm'"},
+	};
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		struct valid_set set;
+		struct config_ctx cx = {&A, &C.d, "."};
+		char dir[64], path[256], doc[1024];
+		int n;
+
+		memset(&set, 0, sizeof(set));
+		tmpdir_make(dir);
+		n = snprintf(doc, sizeof(doc), "id: BAD\n%s%s" ROWS, bad[k][0],
+			     HEAD);
+		write_file(path, dir, "bad.yaml", doc, (size_t)n);
+		cr_assert_eq(valid_collectives(&set, &cx, dir), -1, "%d", k);
+		cr_assert_has(capture_text(&C), bad[k][1]);
+		cr_assert_has(capture_text(&C), "bad.yaml:2:");
+		valid_set_release(&set);
+		tmpdir_remove(dir);
+	}
+}
+
+/* A release keeps the system's own collectives keys: dgx-b200 states
+ * NCCL's Blackwell ring LL128 cap (protocols.ll128.select_channel_busbw
+ * 34.5 GB/s a channel, 16 x 34.5 = 552 < 0.92 x 720: LL128 never beats
+ * Simple on 4 GPUs, collectives/README.md Round 41 nvls41), so a 16 MiB
+ * all-reduce on 4 B200 is ring/Simple (90.2 us) with or without
+ * `collectives: nccl-2.26`; nccl-2.26 over nccl.yaml's keys alone (the
+ * system's dropped, as a whole-preset swap did) runs ring/LL128, 62.6 us.
+ * The row's measured values are aiconfigurator's (NCCL 2.29.2 table). */
+Test(valid_coll, a_release_keeps_the_systems_keys)
+{
+	static const char rows[] =
+		"system: dgx-b200\n"
+		"op: allreduce\n"
+		"ranks: 4\n"
+		"rows:\n"
+		"  - [16777216, 99.0, 254.2]\n";
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
+	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
+	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
+		     "nccl-2.26\n%s", rows);
+	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set.n, 2);
+	cr_assert_has(set.t[0].rows[0].note, "ring/simple");
+	cr_assert_has(set.t[1].rows[0].note, "ring/simple");
+	cr_assert_float_eq(set.t[1].rows[0].predicted,
+			   set.t[0].rows[0].predicted, 0);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* A release of another library than the system's is an error at the
+ * key: nccl-2.26 starts from nccl, mi300x-roce runs rccl. */
+Test(valid_coll, a_release_of_another_library_is_named)
+{
+	struct valid_set set;
+	struct config_ctx cx = {&A, &C.d, "."};
+	char dir[64], path[256], doc[1024];
+	int n;
+
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.26\n"
+		     "system: mi300x-roce\nop: allreduce\nranks: 8\n" ROWS);
+	write_file(path, dir, "bad.yaml", doc, (size_t)n);
+	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
+	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
+		      " release 'nccl-2.26' starts from 'nccl', but "
+		      "mi300x-roce runs 'rccl'");
+	valid_set_release(&set);
+	tmpdir_remove(dir);
 }

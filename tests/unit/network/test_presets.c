@@ -400,3 +400,39 @@ Test(net_presets, op_jitter_is_one_gpus_sd_not_the_peer_deviation)
 	cr_assert_gt(n, 0);
 	arena_release(&a);
 }
+
+/* NCCL's NVLS CTAs by architecture (NVIDIA/nccl src/transport/nvls.cc):
+ * Hopper NVLS_NCHANNELS_SM90 16 (nccl.yaml), Blackwell within one NVLink
+ * domain NVLS_NCHANNELS_SM100_NVL 24 (v2.27.3-1 on), across nodes
+ * NVLS_NCHANNELS_SM100 32 (NVLSTree, v2.25.1-1 to v2.29.7-1): every
+ * Blackwell system states the two; the 2.26 release preset changes none.
+ * A 72-GPU NVL72 loop of NVLS is then 24 channels x 72 heads x 128 KiB
+ * = 216 MiB (nvls: one head a GPU in llmsim's model). */
+Test(net_presets, blackwell_systems_run_nccls_nvls_channels)
+{
+	static const char *const bw[] = {
+		"dgx-b200", "dgx-b300", "gb200-nvl72", "gb300-nvl72",
+	};
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	size_t i;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	cr_assert_eq(lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels, 16);
+	cr_assert_eq(lib->algo[ALGO_NVLS_TREE].pipe[PROTO_SIMPLE].channels, 16);
+	lib = load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
+	cr_assert_eq(lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels, 16);
+	cr_assert_float_eq(lib->algo[ALGO_NVLS_TREE].hop_net.s[PROTO_SIMPLE],
+			   14e-6, 1e-12);
+	for (i = 0; i < 4; i++) {
+		const struct system_spec *s =
+			load(&a, &system_schema, bw[i], NULL, 0);
+
+		cr_assert_eq(s->collectives->algo[ALGO_NVLS]
+			     .pipe[PROTO_SIMPLE].channels, 24, "%s", bw[i]);
+		cr_assert_eq(s->collectives->algo[ALGO_NVLS_TREE]
+			     .pipe[PROTO_SIMPLE].channels, 32, "%s", bw[i]);
+	}
+	arena_release(&a);
+}

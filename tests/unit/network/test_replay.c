@@ -572,3 +572,120 @@ Test(net_replay, late_replays_give_the_flow_level_times)
 	cr_assert_gt(flows, 0);
 	arena_release(&a);
 }
+
+/* Rounds of an uneven all-to-all over every GPU on a forwarding path
+ * (each source's row drawn: its flows end one by one, the others' rates
+ * change) and, on another stream of each of two GPU pairs of one node, a
+ * chain of small sends from the all-to-all's start, each after a drawn
+ * 0-24 us wait: several sends on the same NVLink ports while the
+ * replayed all-to-all holds them, often in one state of it (no flow of
+ * it ending or changing rate in between: crun_host.c keeps what the
+ * first one read), sometimes after its next event (the state read
+ * again), sometimes outlasting it (the all-to-all becomes flows). */
+static struct prog *build_guest_chains(uint64_t seed,
+				       const struct coll_path *path)
+{
+	static const char *const names[] = { "gemm", "a2a", "pp" };
+	static double mat[6][NGPU * NGPU];	/* outlive the program */
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	uint32_t all[NGPU], i, j, round;
+	task_id last[NGPU];
+
+	cr_assert_not_null(p);
+	for (i = 0; i < NGPU; i++) {
+		all[i] = i;
+		last[i] = TASK_NONE;
+	}
+	for (round = 0; round < 6; round++) {
+		double a2a_B = 0;
+		struct coll_desc c = { .op = COLL_ALLTOALL, .gpus = all,
+				       .ngpus = NGPU, .algo = -1, .proto = -1,
+				       .path = path };
+
+		for (i = 0; i < NGPU; i++) {
+			double row = (double)(1 + lcg(&seed) % 16) * 65536;
+
+			for (j = 0; j < NGPU; j++) {
+				mat[round][i * NGPU + j] = i == j ? 0 : row;
+				a2a_B += mat[round][i * NGPU + j];
+			}
+		}
+		c.bytes = a2a_B;
+		c.a2a_B = mat[round];
+		struct task_info ai = { names[1], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info wi = { names[0], TASK_COMPUTE, (int32_t)round,
+					1, TASK_PHASE_NONE };
+		struct task_info pi = { names[2], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		task_id a, prev[NGPU];
+		uint32_t k, m;
+
+		a = prog_coll(p, all, NGPU, S_DP, &c, &ai);
+		for (i = 0; i < NGPU; i++) {
+			prev[i] = last[i];
+			if (last[i] != TASK_NONE)
+				prog_dep(p, last[i], a + i);
+			last[i] = a + i;
+		}
+		for (k = 0; k < 2; k++) {
+			uint32_t g0 = (round % NODES) * GPN + 2 * k;
+			uint32_t pair[2] = { g0, g0 + 1 };
+			task_id after = prev[g0];
+
+			for (m = 0; m < 6; m++) {
+				struct coll_desc s = {
+					.op = COLL_SENDRECV,
+					.bytes = (double)(1 + lcg(&seed) % 16) *
+						 4096,
+					.gpus = pair, .ngpus = 2, .algo = -1,
+					.proto = -1 };
+				task_id w = prog_task(p, pair[0], S_COMPUTE,
+						      (double)(lcg(&seed) % 25) *
+						      1e-6, &wi);
+				task_id x;
+
+				if (after != TASK_NONE)
+					prog_dep(p, after, w);
+				x = prog_coll(p, pair, 2, S_PP, &s, &pi);
+				prog_dep(p, w, x);
+				after = x;
+			}
+		}
+	}
+	return p;
+}
+
+/* Guests in one state of their host read the sums an earlier guest's
+ * read left (crun_host.c): every task at the flow-level run's ns, with
+ * guests and without; some guests must have been, and some links'
+ * sums must have been kept. */
+Test(net_replay, guests_in_one_host_state_give_the_flow_level_times)
+{
+	struct arena a;
+	const struct system_spec *sys;
+	uint64_t seed, guests = 0, kept = 0;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (seed = 1; seed <= 6; seed++) {
+		struct outcome o[3];
+		int k;
+
+		for (k = 0; k < 3; k++)
+			run_outcome(sys, build_guest_chains(seed, &fwd_path),
+				    k > 0, k == 2, &o[k]);
+		cr_assert_eq(o[1].st.host_kept, 0);
+		guests += o[2].st.guests;
+		kept += o[2].st.host_kept;
+		for (k = 1; k < 3; k++)
+			assert_same_ends(&o[0], &o[k], seed, k);
+		for (k = 0; k < 3; k++)
+			free(o[k].end);
+	}
+	cr_log_info("guests %llu, links kept %llu", (unsigned long long)guests,
+		    (unsigned long long)kept);
+	cr_assert_gt(guests, 0);
+	cr_assert_gt(kept, 0);
+	arena_release(&a);
+}
