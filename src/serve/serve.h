@@ -9,8 +9,9 @@
  *
  * The models behind it are in docs/serving.md and at the top of each
  * file: serve_req.c (requests, arrivals, trace files), serve_sched.c (the
- * engines' policies), serve_sim.c (instances, the event loop, metrics),
- * serve_disagg.c (prefill/decode pools and KV transfer).
+ * engines' policies; TensorRT-LLM's in serve_trtllm.c, what they share in
+ * serve_queue.c), serve_sim.c (instances, the event loop, metrics),
+ * serve_setup.c and serve_xfer.c (prefill/decode pools and KV transfer).
  *
  * Depends on run/infer_run.h, engine/sim.h, network/net.h, GSL.
  */

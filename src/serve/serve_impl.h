@@ -245,6 +245,56 @@ void serve_kv_free(struct serve_inst *in, struct serve_req *r, double now);
 void serve_running_remove(struct serve_inst *in, int64_t id);
 int serve_running_add(struct serve_inst *in, int64_t id);
 
+/* ---- what the engines' schedulers share (serve_queue.c) ---- */
+
+/* Whether r's prompt is computed (it decodes). */
+static inline int serve_req_decoding(const struct serve_req *r)
+{
+	return r->computed >= r->prompt;
+}
+
+/* First admission of waiting request r: the prefix cache's tokens count
+ * as computed. The tokens it starts from. */
+static inline int64_t serve_req_start(const struct serve_req *r)
+{
+	return r->computed > r->cached ? r->computed : r->cached;
+}
+
+/* Draft tokens a decode step verifies (0 without speculation). */
+int serve_spec_k(const struct serve *s);
+
+/* Pages for r to hold `tokens`; 0 when the pool (or under per-rank
+ * admission its rank's pool) cannot give them. */
+int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
+		  double now);
+
+/* Request r takes q tokens (a prompt chunk when prefill) in the step
+ * being formed. */
+void serve_mark(struct serve_inst *in, struct serve_req *r, int64_t q,
+		int prefill, double now);
+
+/* Request id joins its rank's fetched, not yet admitted requests (per-rank
+ * admission): at the back, or at the front (evicted). 0 or -1 (out of
+ * memory). */
+int serve_pend_add(struct serve_inst *in, int64_t id, int front);
+
+/* Grow running request id's KV cache to tokens, preempting the
+ * scheduler's victims: how many it preempted. */
+int serve_make_room(struct serve *s, struct serve_inst *in, int64_t id,
+		    int64_t tokens, double now);
+
+/* Admit the waiting queue's front request id: 0, or -1 (out of memory,
+ * s->failed set). */
+int serve_admit(struct serve *s, struct serve_inst *in, int64_t id);
+
+/* Whether request r has an attention-DP rank of instance in. */
+int serve_has_rank(const struct serve *s, const struct serve_inst *in,
+		   const struct serve_req *r);
+
+/* TensorRT-LLM's next step on instance in (serve_trtllm.c): the requests
+ * it marked, or -1 (out of memory). */
+int64_t serve_sched_trtllm(struct serve *s, struct serve_inst *in, double now);
+
 /* ---- the loop (serve_sim.c) ---- */
 
 /* Request r finished at now (metrics, in-system count). */

@@ -27,33 +27,70 @@
 	"  - [4194304, 35.94, 175.07]\n"                                  \
 	"  - [8388608, 57.75, 217.87]\n"
 
-static const char HEAD[] =
-	"system: dgx-h200\n"
-	"op: allreduce\n"
-	"ranks: 4\n"
-	"type: bfloat16\n"
-	"gated: false\n";
+#define HEAD                                                              \
+	"system: dgx-h200\n"                                              \
+	"op: allreduce\n"                                                 \
+	"ranks: 4\n"                                                      \
+	"type: bfloat16\n"                                                \
+	"gated: false\n"
 
 TestSuite(valid_coll, .init = fixture_init, .fini = fixture_fini);
+
+/* Tables heads[i] + body as files names[i] of a fresh directory dir,
+ * read as validate reads a table directory: valid_collectives' return. */
+static int read_tables(struct valid_set *set, char dir[64], int n,
+		       const char *const names[], const char *const heads[],
+		       const char *body)
+{
+	struct config_ctx cx = {&A, &C.d, "."};
+	char path[256], doc[1024];
+	int i, len;
+
+	memset(set, 0, sizeof(*set));
+	tmpdir_make(dir);
+	for (i = 0; i < n; i++) {
+		len = snprintf(doc, sizeof(doc), "%s%s", heads[i], body);
+		cr_assert(len > 0 && (size_t)len < sizeof(doc));
+		write_file(path, dir, names[i], doc, (size_t)len);
+	}
+	return valid_collectives(set, &cx, dir);
+}
+
+/* One table, bad.yaml = head + body: refused with msg in the text. */
+static void expect_bad(const char *head, const char *body, const char *msg)
+{
+	static const char *const name[1] = {"bad.yaml"};
+	const char *h[1] = {head};
+	struct valid_set set;
+	char dir[64];
+
+	cr_assert_eq(read_tables(&set, dir, 1, name, h, body), -1, "%s", head);
+	cr_assert_has(capture_text(&C), msg);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* Tables a.yaml and b.yaml: heads ha and hb, the same body. */
+static void read_pair(struct valid_set *set, char dir[64], const char *ha,
+		      const char *hb, const char *body)
+{
+	static const char *const name[2] = {"a.yaml", "b.yaml"};
+	const char *h[2] = {ha, hb};
+
+	cr_assert_eq(read_tables(set, dir, 2, name, h, body), 0, "%s",
+		     capture_text(&C));
+	cr_assert_eq(set->n, 2);
+}
 
 Test(valid_coll, engine_kernel_rows_are_shown_not_scored)
 {
 	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024];
+	char dir[64];
 	const struct valid_table *e, *l;
-	int i, n;
+	int i;
 
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: A-ENGINE\n%s"
-		     "engine_kernel_max_B: 4194304\n" ROWS, HEAD);
-	write_file(path, dir, "a-engine.yaml", doc, (size_t)n);
-	n = snprintf(doc, sizeof(doc), "id: B-LIBRARY\n%s" ROWS, HEAD);
-	write_file(path, dir, "b-library.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
-		     capture_text(&C));
-	cr_assert_eq(set.n, 2);
+	read_pair(&set, dir, "id: A-ENGINE\nengine_kernel_max_B: 4194304\n",
+		  "id: B-LIBRARY\n", HEAD ROWS);
 	e = &set.t[0];
 	l = &set.t[1];
 	cr_assert_str_eq(e->id, "A-ENGINE");
@@ -86,27 +123,21 @@ Test(valid_coll, engine_kernel_rows_are_shown_not_scored)
  * both are errors at the key, not 8 or 0. */
 Test(valid_coll, bad_engine_kernel_max_is_named)
 {
-	static const char *const bad[2] = {"8 MiB", "[1, 2]"};
-	int k;
-
-	for (k = 0; k < 2; k++) {
-		struct valid_set set;
-		struct config_ctx cx = {&A, &C.d, "."};
-		char dir[64], path[256], doc[1024];
-		int n;
-
-		memset(&set, 0, sizeof(set));
-		tmpdir_make(dir);
-		n = snprintf(doc, sizeof(doc), "id: BAD\n%s"
-			     "engine_kernel_max_B: %s\n" ROWS, HEAD, bad[k]);
-		write_file(path, dir, "bad.yaml", doc, (size_t)n);
-		cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
-		cr_assert_has(capture_text(&C), "'engine_kernel_max_B': "
-			      "expected a whole number of bytes");
-		valid_set_release(&set);
-		tmpdir_remove(dir);
-	}
+	expect_bad("id: BAD\nengine_kernel_max_B: 8 MiB\n", HEAD ROWS,
+		   "'engine_kernel_max_B': expected a whole number of bytes");
+	expect_bad("id: BAD\nengine_kernel_max_B: [1, 2]\n", HEAD ROWS,
+		   "'engine_kernel_max_B': expected a whole number of bytes");
 }
+
+/* 16 MiB all-reduce on 2 x 8 H100, nccl-tests #309's row (185.4 us,
+ * busbw 169.68 GB/s). */
+#define H100_2N                                                           \
+	"system: dgx-h100\n"                                              \
+	"nodes: 2\n"                                                      \
+	"op: allreduce\n"                                                 \
+	"ranks: 16\n"                                                     \
+	"rows:\n"                                                         \
+	"  - [16777216, 185.4, 169.68]\n"
 
 /* `collectives: nccl-2.26` runs the table on that release's preset, the
  * system's own keys kept. On 2 x 8 H100 a 16 MiB all-reduce is NVLSTree
@@ -118,29 +149,12 @@ Test(valid_coll, bad_engine_kernel_max_is_named)
  * #309's (185.4 us, busbw 169.68 GB/s). */
 Test(valid_coll, the_release_preset_is_the_tables)
 {
-	static const char rows[] =
-		"system: dgx-h100\n"
-		"nodes: 2\n"
-		"op: allreduce\n"
-		"ranks: 16\n"
-		"rows:\n"
-		"  - [16777216, 185.4, 169.68]\n";
 	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024], t_cur[32], t_old[32];
+	char dir[64], t_cur[32], t_old[32];
 	double t0, t1;
-	int n;
 
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
-	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
-	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
-		     "nccl-2.26\n%s", rows);
-	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
-		     capture_text(&C));
-	cr_assert_eq(set.n, 2);
+	read_pair(&set, dir, "id: A-CURRENT\n",
+		  "id: B-NCCL226\ncollectives: nccl-2.26\n", H100_2N);
 	cr_assert_str_eq(set.t[1].id, "B-NCCL226");
 	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
 	cr_assert_has(set.t[1].rows[0].note, "nvls_tree/simple");
@@ -160,23 +174,10 @@ Test(valid_coll, the_release_preset_is_the_tables)
  * the presets there are (not a run on the current release). */
 Test(valid_coll, an_unknown_release_is_named)
 {
-	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024];
-	int n;
-
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.99\n%s"
-		     ROWS, HEAD);
-	write_file(path, dir, "bad.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
-	cr_assert_has(capture_text(&C), "no collectives preset 'nccl-2.99'");
-	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
-		      " no collectives preset 'nccl-2.99' (presets: ");
+	expect_bad("id: BAD\ncollectives: nccl-2.99\n", HEAD ROWS,
+		   "bad.yaml:2:14: error: 'collectives': no collectives preset "
+		   "'nccl-2.99' (presets: ");
 	cr_assert_has(capture_text(&C), "nccl-2.26, ");
-	valid_set_release(&set);
-	tmpdir_remove(dir);
 }
 
 /* `disabled_algorithms: [nvls, nvls_tree]` is a run with NCCL_NVLS_ENABLE
@@ -186,28 +187,12 @@ Test(valid_coll, an_unknown_release_is_named)
  * NVLSTree: tree/LL128 runs 133 us here), never nvls / nvls_tree. */
 Test(valid_coll, disabled_algorithms_are_not_picked)
 {
-	static const char rows[] =
-		"system: dgx-h100\n"
-		"nodes: 2\n"
-		"op: allreduce\n"
-		"ranks: 16\n"
-		"rows:\n"
-		"  - [16777216, 185.4, 169.68]\n";
 	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024];
-	int n;
+	char dir[64];
 
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: A-ON\n%s", rows);
-	write_file(path, dir, "a-on.yaml", doc, (size_t)n);
-	n = snprintf(doc, sizeof(doc), "id: B-OFF\ndisabled_algorithms: "
-		     "[nvls, nvls_tree]\n%s", rows);
-	write_file(path, dir, "b-off.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
-		     capture_text(&C));
-	cr_assert_eq(set.n, 2);
+	read_pair(&set, dir, "id: A-ON\n",
+		  "id: B-OFF\ndisabled_algorithms: [nvls, nvls_tree]\n",
+		  H100_2N);
 	cr_assert_has(set.t[0].rows[0].note, "nvls_tree/simple");
 	cr_assert(strstr(set.t[1].rows[0].note, "nvls") == NULL, "%s",
 		  set.t[1].rows[0].note);
@@ -229,24 +214,13 @@ Test(valid_coll, bad_disabled_algorithms_are_named)
 		{"algorithm: ring\ndisabled_algorithms: [ring]\n",
 		 "not the forced 'algorithm'"},
 	};
+	char head[128];
 	int k;
 
 	for (k = 0; k < 4; k++) {
-		struct valid_set set;
-		struct config_ctx cx = {&A, &C.d, "."};
-		char dir[64], path[256], doc[1024];
-		int n;
-
-		memset(&set, 0, sizeof(set));
-		tmpdir_make(dir);
-		n = snprintf(doc, sizeof(doc), "id: BAD\n%s%s" ROWS, bad[k][0],
-			     HEAD);
-		write_file(path, dir, "bad.yaml", doc, (size_t)n);
-		cr_assert_eq(valid_collectives(&set, &cx, dir), -1, "%d", k);
-		cr_assert_has(capture_text(&C), bad[k][1]);
+		snprintf(head, sizeof(head), "id: BAD\n%s", bad[k][0]);
+		expect_bad(head, HEAD ROWS, bad[k][1]);
 		cr_assert_has(capture_text(&C), "bad.yaml:2:");
-		valid_set_release(&set);
-		tmpdir_remove(dir);
 	}
 }
 
@@ -267,20 +241,10 @@ Test(valid_coll, a_release_keeps_the_systems_keys)
 		"rows:\n"
 		"  - [16777216, 99.0, 254.2]\n";
 	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024];
-	int n;
+	char dir[64];
 
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: A-CURRENT\n%s", rows);
-	write_file(path, dir, "a-current.yaml", doc, (size_t)n);
-	n = snprintf(doc, sizeof(doc), "id: B-NCCL226\ncollectives: "
-		     "nccl-2.26\n%s", rows);
-	write_file(path, dir, "b-nccl226.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), 0, "%s",
-		     capture_text(&C));
-	cr_assert_eq(set.n, 2);
+	read_pair(&set, dir, "id: A-CURRENT\n",
+		  "id: B-NCCL226\ncollectives: nccl-2.26\n", rows);
 	cr_assert_has(set.t[0].rows[0].note, "ring/simple");
 	cr_assert_has(set.t[1].rows[0].note, "ring/simple");
 	cr_assert_float_eq(set.t[1].rows[0].predicted,
@@ -293,20 +257,8 @@ Test(valid_coll, a_release_keeps_the_systems_keys)
  * key: nccl-2.26 starts from nccl, mi300x-roce runs rccl. */
 Test(valid_coll, a_release_of_another_library_is_named)
 {
-	struct valid_set set;
-	struct config_ctx cx = {&A, &C.d, "."};
-	char dir[64], path[256], doc[1024];
-	int n;
-
-	memset(&set, 0, sizeof(set));
-	tmpdir_make(dir);
-	n = snprintf(doc, sizeof(doc), "id: BAD\ncollectives: nccl-2.26\n"
-		     "system: mi300x-roce\nop: allreduce\nranks: 8\n" ROWS);
-	write_file(path, dir, "bad.yaml", doc, (size_t)n);
-	cr_assert_eq(valid_collectives(&set, &cx, dir), -1);
-	cr_assert_has(capture_text(&C), "bad.yaml:2:14: error: 'collectives':"
-		      " release 'nccl-2.26' starts from 'nccl', but "
-		      "mi300x-roce runs 'rccl'");
-	valid_set_release(&set);
-	tmpdir_remove(dir);
+	expect_bad("id: BAD\ncollectives: nccl-2.26\n",
+		   "system: mi300x-roce\nop: allreduce\nranks: 8\n" ROWS,
+		   "bad.yaml:2:14: error: 'collectives': release 'nccl-2.26' "
+		   "starts from 'nccl', but mi300x-roce runs 'rccl'");
 }
