@@ -77,7 +77,12 @@
  * (before round 41 each unit took its own longer one, which charged the
  * embedding's gather and reduce-scatter, little compute beside them, in
  * full on every pass of stage 0, though the prefetched gather runs under
- * the layers' compute). The first gather is exposed. The compute stream
+ * the layers' compute). Dense models where every pass gathers (neither
+ * held nor no_sync, below) take f_s and b_s instead from the rank's two
+ * data-parallel streams run across its actions (est_fsdp.c: the gathers
+ * fsdp_prefetch_units ahead across action boundaries, the backward's
+ * wait for its reduce-scatters sharing the links with the gather issued
+ * beside it), in 1F1B's steady state. The first gather is exposed. The compute stream
  * waits at the end of every backward for its reduce-scatters (FSDP2's
  * root post-backward final callback; train_dp.c reduce_waited), which
  * run one after another each after its unit: W is the last unit's R_u
@@ -234,6 +239,9 @@ void est_free(struct est *e)
 	mem_free(e->blk);
 	mem_free(e->split);
 	mem_free(e->nmoe);
+	mem_free(e->fsdp_t);
+	if (e->fsdp.key_B)
+		memo_release(&e->fsdp);
 	mem_free(e->moe_before);
 	mem_free(e->nkind);
 	mem_free(e->pipe_t);
@@ -627,9 +635,16 @@ static int pipeline(struct est *e, struct est_cand *c,
 	b_run = t + 5 * S;
 	held = t + 6 * S;	/* f_held, b_held */
 	out = t + 8 * S;	/* runs A, B, C: rank ends, then chunk ends */
-	for (s = 0; s < S; s++) {
-		t[s] = est_stage_f_of(c, s);
-		t[S + s] = est_stage_b_of(c, s);
+	if (c->streams) {
+		if (est_fsdp_streams(e, c, t, t + S) != 0) {
+			diag_oom(d);
+			return -1;
+		}
+	} else {
+		for (s = 0; s < S; s++) {
+			t[s] = est_stage_f_of(c, s);
+			t[S + s] = est_stage_b_of(c, s);
+		}
 	}
 	/* the units are final: every later read of a stage's time (here,
 	 * est_dp.c, the tails, the tax, the parts) takes these */
@@ -752,6 +767,11 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
 	if (j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
 	    est_fsdp_units(e, c, d) != 0)
 		return -1;
+	/* the DP streams across actions (est_fsdp.c): dense models, each
+	 * unit gathered before every pass */
+	c->streams = j->training.zero_stage >= 3 && p->dp * p->cp > 1 &&
+		     !c->no_sync && !c->held && !c->nmoe && !c->nkind &&
+		     c->mtp == 0;
 	return 0;
 }
 

@@ -288,6 +288,12 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 
 		if (ag < 0 || rs < 0)
 			return -1;
+		c->fsdp_c[0][u] = cf;
+		c->fsdp_c[1][u] = cb;
+		c->fsdp_sl[0][u] = sf;
+		c->fsdp_sl[1][u] = sb;
+		c->fsdp_ag[u] = ag;
+		c->fsdp_rsu[u] = rs;
 		c->fsdp_f[u] = cf + sf * fmin(cf, ag);
 		c->fsdp_b[u] = cb + sb * fmin(cb, ag + rs);
 		c->fsdp_xf[u] = ag;

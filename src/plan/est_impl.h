@@ -143,6 +143,11 @@ struct est {
 	struct memo xfers;		/* (p, wrap, stage GPUs, bytes, GPUs
 					 * between stages) -> double *: the
 					 * transfers per rank pair */
+	double *fsdp_t;			/* scratch of est_fsdp_streams */
+	struct memo fsdp;		/* its stages' times by their units'
+					 * (est_fsdp.c struct fs_key; key_B 0
+					 * before the first) */
+	size_t fsdp_t_cap;
 	struct est_stats stats;
 	struct est_share *share;	/* collective times shared with the
 					 * other processes of a walk, or NULL
@@ -189,6 +194,15 @@ struct est_cand {
 					 * reduce-scatter) */
 	double fsdp_hf[3], fsdp_hb[3];	/* s, a unit whose chunk is still
 					 * gathered (held): no all-gather */
+	double fsdp_c[2][3];		/* s, ZeRO 3: a unit's forward [0] and
+					 * backward [1] block alone, ... */
+	double fsdp_sl[2][3];		/* ... the share of the time its DP
+					 * collectives overlap it that it is
+					 * slowed by (est_dp.c dp_lost), ... */
+	double fsdp_ag[3], fsdp_rsu[3];	/* ... its all-gather and its
+					 * reduce-scatter alone (est_fsdp.c) */
+	int streams;			/* ZeRO 3 stages from the DP streams
+					 * (est_fsdp.c; est.c setup says when) */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
 					 * ending a backward, which the compute
 					 * stream waits for (0: no_sync) */
@@ -232,6 +246,12 @@ double est_stage_f_of(const struct est_cand *c, int64_t s);
 double est_stage_b_of(const struct est_cand *c, int64_t s);
 double est_bwd_through(const struct est_cand *c, int64_t s, int64_t u);
 double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u);
+
+/* est_fsdp.c: ZeRO 3 stages as the step program serialises their
+ * collectives (c->streams): virtual stage s's forward and backward per
+ * microbatch into f[s], b[s]. 0, or -1 out of memory. */
+int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
+		     double *b);
 
 /* Virtual stage s's forward / backward per microbatch: est_stage_f_of /
  * _b_of as kept (c->sf, c->sb), else computed. A stage's time is read

@@ -732,3 +732,74 @@ Test(est, kept_stage_times_and_swapped_units_computed)
 	cr_assert_float_eq(est_stage_f_of(&c, 0), 12.01e-3, 1e-12);
 	cr_assert_float_eq(est_stage_b_of(&c, 1), 50e-3, 1e-12);
 }
+
+/*
+ * ZeRO 3 stages from the data-parallel streams (est_fsdp.c): one gather
+ * stream and one reduce-scatter stream a rank across its actions, unit
+ * q's gather issued when unit q - k ends (k = fsdp_prefetch_units 2), a
+ * backward unit's reduce-scatter at its end, the next action waiting
+ * for the backward's, the two sharing the links (each at half rate while
+ * both run). The middle stage of pp 3 (one layer, no embedding or head,
+ * no transfers' gather, no amax), made-up times (ms): forward 2, backward
+ * 5, all-gather 3, reduce-scatter 6; units not slowed (sl 0). Units q0 F,
+ * q1 B, q2 F, ... (pairs of 1F1B's steady state):
+ *
+ *   G0 0-3, G1 3-6 (issued at the start); q0 F 3-5, issues G2 (6-9);
+ *   q1 B 6-11, issues R1 and G3 at 11: both at half rate, G3 done 17,
+ *   R1's last 3 alone, done 20; q2 F waits for R1: 20-22, G4 22-25;
+ *   q3 B 22-27, R3 and G5 at 27: G5 33, R3 36; q4 F 36-38 (G6 38-41);
+ *   q5 B 38-43, R5 and G7 at 43: R5 52; q6 F starts 52.
+ *
+ * The second pair (the first starts from idle): forward 22 - 20 = 2 (its
+ * gather ran under the backward's wait before it), backward 36 - 22 =
+ * 14 = 5 + 6 + 3 (its reduce-scatter slowed by the gather issued beside
+ * it); the third pair the same (36, 38, 52). The stage
+ * formula (est_stage.c) says max(2, 3) = 3 and max(5, 3 + 6 - 6) + 6 =
+ * 11. With the backward slowed by half the time a collective runs beside
+ * it (sl 0.5): q1 B runs beside G2 (6-9, 3 of its 5 ms): 6-12.5, R1
+ * and G3 from 12.5 (R1 done 21.5); q2 F 21.5-23.5 (G4 23.5-26.5); q3 B
+ * 23.5-30 beside G4; R3 done 39: the pair reads 2 and 15.5. A second
+ * call takes both from the memo.
+ */
+Test(est, fsdp_streams_serialise_across_actions)
+{
+	static struct job_spec j;
+	static struct framework_spec fw;
+	static struct est e;
+	struct est_blocks b;
+	struct est_cand c;
+	int64_t split[3] = { 1, 1, 1 };
+	double f[3], bw[3];
+	int u;
+
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	j.training.zero_stage = 3;
+	j.framework = &fw;
+	fw.fsdp_prefetch_units = 2;
+	c.j = &j;
+	c.b = &b;
+	c.split = split;
+	c.p = 3;
+	c.v = 1;
+	c.S = 3;
+	for (u = 0; u < 3; u++) {
+		c.fsdp_c[0][u] = 2e-3;
+		c.fsdp_c[1][u] = 5e-3;
+		c.fsdp_ag[u] = 3e-3;
+		c.fsdp_rsu[u] = 6e-3;
+	}
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(f[1], 2e-3, 1e-12);
+	cr_assert_float_eq(bw[1], 14e-3, 1e-12);
+	for (u = 0; u < 3; u++)
+		c.fsdp_sl[1][u] = 0.5;
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(f[1], 2e-3, 1e-12);
+	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
+	f[1] = bw[1] = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
+	mem_free(e.fsdp_t);
+	memo_release(&e.fsdp);
+}
