@@ -104,7 +104,7 @@ struct serve_inst {
 	int chunked;
 	struct req_queue waiting;
 	/* TensorRT-LLM attention DP with per-rank admission (engine
-	 * adp_admission: rank; serve_sched.c): NULL otherwise */
+	 * adp_admission: rank; serve_trtllm.c): NULL otherwise */
 	int64_t *adp_used;		/* [adp] KV pages each rank's running
 					 * requests hold */
 	int64_t rank_pages;		/* KV pages of one rank */
@@ -197,7 +197,7 @@ const char *serve_context_name(const struct job_spec *j);
 const char *serve_context_note(const struct job_spec *j);
 
 /* The KV slots a running request computing up to `tokens` holds: vLLM V1
- * adds the speculative lookahead (serve_sched.c serve_kv_slots). */
+ * adds the speculative lookahead (serve_queue.c serve_kv_slots). */
 int64_t serve_kv_slots(const struct serve *s, int64_t tokens);
 
 /* The job's requests, arrivals ascending: drawn (serving.requests,
@@ -228,7 +228,7 @@ int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
 void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		     double now);
 
-/* KV pages for tokens. */
+/* KV pages for tokens (the pool's pieces below: serve_queue.c). */
 static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)
 {
 	return (tokens + in->block - 1) / in->block +
