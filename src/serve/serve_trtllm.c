@@ -419,8 +419,14 @@ int64_t serve_sched_trtllm(struct serve *s, struct serve_inst *in,
 				break;
 			q = room;
 		}
-		if (!serve_kv_grow(in, r, r->computed + q, now))
+		if (!serve_kv_grow(in, r, r->computed + q, now)) {
+			if (ranked) {	/* its rank's pool is full: that
+					 * rank's FCFS stops, not the others' */
+				shut[j] = 1;
+				continue;
+			}
 			break;
+		}
 		serve_mark(in, r, q, 1, now);
 		budget -= q;
 		if (j >= 0)

@@ -235,6 +235,52 @@ Test(serve_adp, each_rank_admits_against_its_own_pool)
 }
 
 /*
+ * A rank whose own pool cannot take a prompt stops that rank's prompts
+ * only. MAX_UTILIZATION admits on the prompt's uncached tokens (as the
+ * pooled capacity scheduler does) while the step charges the whole
+ * prompt. The four requests above on ranks of 10 pages, request 0 with
+ * 280 of its 300 tokens cached: admission needs ceil(20 / 16) = 2 pages
+ * for it and 7 for request 3 (rank 0: 9 <= 10), 7 + 7 = 14 > 10 on rank
+ * 1 (request 2 waits). The step: request 0's prompt grows to 300 tokens,
+ * ceil(300 / 16) = 19 > 10 pages: it fails, and rank 0's FCFS stops
+ * (request 3 too); rank 1 still computes request 1's 100 tokens
+ * (7 pages). The step has 1 request; stopping every rank at the first
+ * failure gave 0 and, with nothing decoding, no step again.
+ */
+Test(serve_adp, a_full_rank_stops_only_its_own_prompts)
+{
+	const char *sets[] = {"serving.engine=trtllm",
+			      "serving.engine.capacity=max_utilization"};
+	static const int64_t prompt[] = {300, 100, 100, 100};
+	int64_t used[2] = {0, 0};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b;
+
+	adp_setup(&a, &s, &in, req, prompt, sets, 2, 0);
+	req[0].cached = 280;
+	in.pages = in.free_pages = 20;
+	in.adp_used = used;
+	in.rank_pages = 10;
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 1);
+	cr_assert_eq(req[0].adp_rank, 0);
+	cr_assert_eq(req[1].adp_rank, 1);
+	cr_assert_eq(req[3].adp_rank, 0);
+	cr_assert_eq(in.nrunning, 3);	/* 0 and 3 on rank 0, 1 on rank 1 */
+	cr_assert_eq(req[1].in_step, 1);
+	cr_assert_eq(req[0].in_step, 0);
+	cr_assert_eq(req[3].in_step, 0);
+	cr_assert_eq(used[0], 0);
+	cr_assert_eq(used[1], 7);
+	rq_release(&in.waiting);
+	mem_free(in.running);
+	mem_free(in.pend);
+	arena_release(&a);
+}
+
+/*
  * The fetch is bounded by active counts alone: with max_batch_size 1 a
  * rank (in.max_seqs = 2 for the instance) and a pool that holds
  * everything, the first fetch takes the first two requests in FCFS
