@@ -25,6 +25,20 @@ static void group_is(const struct infer_batch *b, int k, double count,
 	cr_assert_float_eq(b->g[k].rank_count, mine, 1e-12, "group %d", k);
 }
 
+/* Request i of req[] (prompt tokens, 10 output) arrives at instance in. */
+static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
+		   int64_t prompt)
+{
+	memset(&req[i], 0, sizeof(req[i]));
+	req[i].input = req[i].prompt = prompt;
+	req[i].output = 10;
+	req[i].adp_rank = req[i].adp_inst = -1;
+	req[i].first_scheduled_s = req[i].first_token_s = -1;
+	req[i].done_s = -1;
+	req[i].state = REQ_WAITING;
+	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
+}
+
 /* Instance `in` of s (job from L8 with sets), two attention-DP ranks, a
  * pool that holds everything, and the four requests req[] with prompts
  * prompt[] waiting at t = 0, 10 output tokens each. */
@@ -50,17 +64,8 @@ static void adp_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 	in->chunked_req = -1;
 	in->pp = 1;
 	in->tag = 1;
-	for (i = 0; i < 4; i++) {
-		memset(&req[i], 0, sizeof(req[i]));
-		req[i].input = req[i].prompt = prompt[i];
-		req[i].output = 10;
-		req[i].instance = 0;
-		req[i].adp_rank = req[i].adp_inst = -1;
-		req[i].first_scheduled_s = req[i].first_token_s = -1;
-		req[i].done_s = -1;
-		req[i].state = REQ_WAITING;
-		cr_assert_eq(rq_push_back(&in->waiting, i), 0);
-	}
+	for (i = 0; i < 4; i++)
+		arrive(in, req, i, prompt[i]);
 }
 
 /*
@@ -314,20 +319,6 @@ Test(serve_adp, the_fetch_is_bounded_by_active_counts)
 	mem_free(in.running);
 	mem_free(in.pend);
 	arena_release(&a);
-}
-
-/* Request i of req[] (prompt tokens, 10 output) arrives at instance in. */
-static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
-		   int64_t prompt)
-{
-	memset(&req[i], 0, sizeof(req[i]));
-	req[i].input = req[i].prompt = prompt;
-	req[i].output = 10;
-	req[i].adp_rank = req[i].adp_inst = -1;
-	req[i].first_scheduled_s = req[i].first_token_s = -1;
-	req[i].done_s = -1;
-	req[i].state = REQ_WAITING;
-	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
 }
 
 /*
