@@ -68,6 +68,15 @@ static void adp_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 		arrive(in, req, i, prompt[i]);
 }
 
+/* Free what adp_setup and the scheduler allocated. */
+static void adp_teardown(struct arena *a, struct serve_inst *in)
+{
+	rq_release(&in->waiting);
+	mem_free(in->running);
+	mem_free(in->pend);
+	arena_release(a);
+}
+
 /*
  * Four requests at t = 0 with prompts 300, 100, 100, 100 (FCFS order)
  * on two attention-DP ranks, 10 output tokens each, a pool that holds
@@ -136,9 +145,7 @@ Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
 	cr_assert_float_eq(rank.g[0].count, 2, 1e-12);
 	cr_assert_float_eq(rank.g[0].ctx, 200, 1e-12);
 	cr_assert_float_eq(route, 2, 1e-12);	/* 4 tokens / 2 ranks */
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
 
 /*
@@ -161,9 +168,7 @@ Test(serve_adp, other_engines_are_not_ranked)
 	cr_assert_eq(b.ranked, 0);
 	for (i = 0; i < 4; i++)
 		cr_assert_eq(req[i].adp_rank, -1);
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
 
 /*
@@ -233,10 +238,7 @@ Test(serve_adp, each_rank_admits_against_its_own_pool)
 	cr_assert_eq(b.n, 1);
 	group_is(&b, 0, 1, 100, 0, 1, 1);
 	cr_assert_eq(used[0], 7);
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	mem_free(in.pend);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
 
 /*
@@ -279,10 +281,7 @@ Test(serve_adp, a_full_rank_stops_only_its_own_prompts)
 	cr_assert_eq(req[3].in_step, 0);
 	cr_assert_eq(used[0], 0);
 	cr_assert_eq(used[1], 7);
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	mem_free(in.pend);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
 
 /*
@@ -315,10 +314,7 @@ Test(serve_adp, the_fetch_is_bounded_by_active_counts)
 	cr_assert_eq(req[3].adp_rank, -1);
 	cr_assert_eq(in.waiting.n, 2);
 	cr_assert_eq(in.npend, 0);
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	mem_free(in.pend);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
 
 /*
@@ -373,7 +369,5 @@ Test(serve_adp, balance_holds_contexts_until_every_rank_has_one)
 	cr_assert_float_eq(req[4].first_scheduled_s, 4, 1e-12);
 	cr_assert_float_eq(req[5].first_scheduled_s, 6, 1e-12);
 	cr_assert_float_eq(req[6].first_scheduled_s, 6, 1e-12);
-	rq_release(&in.waiting);
-	mem_free(in.running);
-	arena_release(&a);
+	adp_teardown(&a, &in);
 }
