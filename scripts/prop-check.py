@@ -36,6 +36,7 @@ Exit 0 when every invariant holds, 1 when one does not (each printed as
 """
 import argparse
 import concurrent.futures as cf
+import functools
 import json
 import math
 import os
@@ -45,6 +46,12 @@ import sys
 TIMEOUT_S = 120
 REL = 1e-6  # sums are of printed doubles: relative slack
 
+
+
+def result_of(res, n):
+    """The JSON of case n of a run_many result, or None (failed, no JSON)."""
+    r = res.get(n)
+    return r[1] if r and r[1] else None
 
 def job_yaml(d, indent=0):
     """A tiny YAML writer for flat-ish dicts (JSON flow style is YAML)."""
@@ -539,9 +546,7 @@ def serving(R, root, quick, params):
     for n, (rc, d, _) in res.items():
         check_serve_result(R, n, d)
 
-    def get(n):
-        r = res.get(n)
-        return r[1] if r and r[1] else None
+    get = functools.partial(result_of, res)
 
     for m in models:
         a, b = get("serve %s dgx-h100 bf16 single in512" % m), get("serve %s dgx-h100 bf16 single in1536" % m)
@@ -678,9 +683,7 @@ def phases(R, root, quick, params):
     for n, (rc, d, _) in res.items():
         check_phase_result(R, n, d)
 
-    def get(n):
-        r = res.get(n)
-        return r[1] if r and r[1] else None
+    get = functools.partial(result_of, res)
 
     for m in models:
         for dt in ("bf16", "fp8"):
