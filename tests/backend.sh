@@ -21,7 +21,7 @@ fi
 # protocol FILE POINTS: hello first, end last with the count, every
 # point line with the columns and a passed check.
 protocol() {
-	head -1 "$1" | grep -q '^{"type":"hello","protocol":1,' ||
+	head -1 "$1" | grep -q '^{"type":"hello","protocol":2,' ||
 		bad "$1: no hello line first"
 	tail -1 "$1" | grep -q "^{\"type\":\"end\",\"points\":$2}\$" ||
 		bad "$1: last line is not the end of $2 points"
@@ -66,6 +66,18 @@ if [ -x "$mpi" ] && command -v mpirun >/dev/null; then
 	grep '"type":"point"' "$tmp/allreduce" | head -1 |
 		sed 's/.*"algbw_GBps":\([^,]*\),"busbw_GBps":\([^,]*\),.*/\1 \2/' |
 		awk '{ if ($1 != $2) exit 1 }' || bad "allreduce busbw != algbw on 2 ranks"
+	# Sizes and counts as rccl-tests prints them (protocol 2): 1K
+	# all-gather on 2 ranks is count 128 a rank (the buffer's 256
+	# before); 1000 B float is 250 elements, 125 a rank, run as
+	# rccl-tests' ALIGN 4: 124 a rank, 992 B (all_gather.cu
+	# AllGatherGetCollByteCount @ ae3e635).
+	grep -q '"bytes":1024,"count":128,"ranks":2,' "$tmp/allgather" ||
+		bad "allgather 1K on 2 ranks: count not 128 a rank"
+	mpirun -n 2 --oversubscribe "$mpi" --op allgather --min 1000 --max 1000 \
+		--iters 3 --warmup 1 >"$tmp/ag1000" 2>"$tmp/err" ||
+		{ bad "mpi allgather 1000 B: exit $?"; cat "$tmp/err"; }
+	grep -q '"bytes":992,"count":124,"ranks":2,' "$tmp/ag1000" ||
+		{ bad "allgather 1000 B: not rccl-tests' 992 B, count 124"; cat "$tmp/ag1000"; }
 
 	# Bad input: exit 2 with a message, before any MPI work.
 	for a in "--op frobnicate" "--op allreduce --min 1M --max 1K" \

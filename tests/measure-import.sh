@@ -110,7 +110,7 @@ grep -v '"m":2048,"n":2048' "$fx/h200-backend-cuda-gemm-2026-12-04.jsonl" >"$tmp
 cp "$fx/h200-expert-gemms-head-2026-12-04.jsonl" "$tmp/other.jsonl"	# its first 5 lines
 "$llmsim" measure --import "$tmp/other.jsonl" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && [ "$(grep -c error "$tmp/err")" = 1 ] &&
-	grep -q "other.jsonl:1: error: hello: no 'protocol'; this llmsim reads protocol 1" "$tmp/err" ||
+	grep -q "other.jsonl:1: error: hello: no 'protocol'; this llmsim reads protocols 1 and 2" "$tmp/err" ||
 	{ bad "a foreign stream"; cat "$tmp/err"; }
 # A GEMM point of m -5 (or 1e30, past int64) was stored, and `validate
 # --kind measured` stopped on a BUG in the GPU model: refused at import
@@ -126,4 +126,33 @@ q "$tmp/neg.db" "UPDATE measurements SET m = -5 WHERE run_id = 1 AND idx = 0" >/
 "$llmsim" validate --kind measured --db "$tmp/neg.db" --run 1 --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "error: gemm -5 x 1024 x 1024: expected m, n and k from 1 to 2^53" "$tmp/err" ||
 	{ bad "validate of a stored GEMM of m -5: exit $?"; cat "$tmp/err"; }
+# Protocol 1 (before round 44) printed a split op's count as the
+# buffer's elements and ran an all-to-all-v of size S with S / ranks
+# sent from each rank; protocol 2 prints nccl-tests' per-rank count and
+# sends S from each rank (bk_main.c BK_PROTOCOL). The same measurement
+# in both (4 ranks, 100 us: protocol 1 "16 MiB", 4 MiB each rank sent;
+# protocol 2 4 MiB) reads as the same points (all-to-all-v 4194304 B,
+# count 4194304 / 4 / 4 = 262144, busbw 125.829 / 4 = 31.45725 GB/s;
+# all-gather 16 MiB, count 4194304 / 4 = 1048576): the second run is
+# the first's points, not stored again.
+h='"backend":"cuda","host":"h","device":"d","library":"NCCL","library_version":"2.26","library_path":"","runtime":"r","ranks":4,"nodes":1,"devices_per_node":4,"cpus":2,"iters":5,"warmup":1'
+pt() { # pt OP BYTES COUNT ALGBW BUSBW
+	printf '{"type":"point","op":"%s","dtype":"float","bytes":%s,"count":%s,"ranks":4,"iters":5,"time_us":100,"time_min_us":90,"time_max_us":110,"algbw_GBps":%s,"busbw_GBps":%s,"check":"ok","wrong":0}\n' "$@"
+}
+{
+	echo "{\"type\":\"hello\",\"protocol\":1,$h}"
+	pt alltoallv 16777216 4194304 167.772 125.829
+	pt allgather 16777216 4194304 167.772 125.829
+	echo '{"type":"end","points":2}'
+	echo "{\"type\":\"hello\",\"protocol\":2,$h}"
+	pt alltoallv 4194304 262144 41.943 31.45725
+	pt allgather 16777216 1048576 167.772 125.829
+	echo '{"type":"end","points":2}'
+} >"$tmp/v12.jsonl"
+"$llmsim" measure --import "$tmp/v12.jsonl" --system dgx-h200 --db "$tmp/v12.db" >/dev/null 2>"$tmp/err" ||
+	{ bad "protocol 1 and 2 import: exit $?"; cat "$tmp/err"; }
+[ "$(q "$tmp/v12.db" "SELECT group_concat(op || ' ' || size_B || ' ' || count || ' ' || busbw_Bps, ', ') FROM measurements")" = "alltoallv 4194304.0 262144.0 31457250000.0, allgather 16777216.0 1048576.0 125829000000.0" ] ||
+	{ bad "protocol 1 rows"; q "$tmp/v12.db" "SELECT * FROM measurements"; }
+grep -q "not stored again: run 1 in .*v12.db holds the same points" "$tmp/err" ||
+	{ bad "protocol 2's run not the same points as protocol 1's"; cat "$tmp/err"; }
 exit $fail

@@ -117,8 +117,16 @@ struct bk_opts;
 
 /* A backend: the library behind one interface. Each call returns a
  * BK_* status; on failure it writes a one-line reason into err. */
+/* Whose sizes a backend runs (bk_param_count): the test suite of the
+ * library it drives, so its rows are that suite's rows. */
+enum bk_tester {
+	BK_RCCL_TESTS,			/* rccl-tests (hip; mpi, as documented) */
+	BK_NCCL_TESTS,			/* nccl-tests (cuda) */
+};
+
 struct bk_driver {
 	const char *name;		/* "mpi", "hip", "cuda" */
+	enum bk_tester tester;		/* whose size rounding */
 	/* Start the runtime and library; fill info. argc/argv for MPI. */
 	int (*init)(int *argc, char ***argv, const struct bk_opts *o,
 		    struct bk_info *info, char *err, size_t errlen);
@@ -167,14 +175,25 @@ int bk_iters_for(const struct bk_case *c, double first_s);
 /* The busbw factor of op over p ranks, as nccl-tests (PERFORMANCE.md). */
 double bk_busbw_factor(enum bk_op op, int p);
 
+/* Whether op splits its buffer over the ranks (all-gather,
+ * reduce-scatter, the all-to-alls): its count is per rank. */
+int bk_split_op(enum bk_op op);
+
+/* The elements per rank tester t runs op with for a size of n elements
+ * over p ranks: its getCollByteCount's paramcount (the count column it
+ * prints). A split op moves that times p; another op n. */
+size_t bk_param_count(enum bk_tester t, enum bk_op op, enum bk_dtype dt,
+		      size_t n, int p);
+
 /* Write x as dtype into element i of buf. */
 void bk_store(void *buf, enum bk_dtype dt, size_t i, double x);
 
 /* Element i of buf, as a double. */
 double bk_load(const void *buf, enum bk_dtype dt, size_t i);
 
-/* The alltoallv pattern: bytes rank src sends to dst, for ranks p and a
- * total of n elements per rank (sum over dst = n for every src, and
+/* The alltoallv pattern: elements rank src sends to dst, for ranks p and
+ * a total of n elements per rank (the case's count: every rank sends and
+ * receives the size, as in rccl-tests' and nccl-tests' alltoallv) (sum over dst = n for every src, and
  * sum over src = n for every dst: a Latin-square skew 1..p). */
 size_t bk_a2av_count(size_t n, int p, int src, int dst);
 
@@ -183,8 +202,8 @@ void bk_buf_counts(const struct bk_case *c, int p, size_t *send_n,
 		   size_t *recv_n);
 
 /* Offset (elements) of rank's block for peer in its alltoallv send
- * buffer (sending) or receive buffer (!sending); per = count / p. */
-size_t bk_a2av_displ(size_t per, int p, int rank, int peer, int sending);
+ * buffer (sending) or receive buffer (!sending); n = count. */
+size_t bk_a2av_displ(size_t n, int p, int rank, int peer, int sending);
 
 /* Fill rank's buffers with the check's input (bk_data.c). */
 void bk_fill(const struct bk_case *c, int rank, int p, void *send,

@@ -13,7 +13,8 @@
  *   allgather               send n/p, recv n
  *   reducescatter           send n, recv n/p
  *   alltoall                send n, recv n (blocks of n/p per peer)
- *   alltoallv               send n/p, recv n/p (bk_a2av_count's skew)
+ *   alltoallv               send n, recv n (bk_a2av_count's skew; n/p
+ *                           a peer on average, as the testers' count)
  *   broadcast               recv n (in place; the root's data)
  *   sendrecv, copy          send n, recv n
  */
@@ -31,20 +32,18 @@ void bk_buf_counts(const struct bk_case *c, int p, size_t *send_n,
 		*send_n = per;
 	else if (c->op == BK_REDUCESCATTER)
 		*recv_n = per;
-	else if (c->op == BK_ALLTOALLV)
-		*send_n = *recv_n = per;
 	else if (c->op == BK_BROADCAST)
 		*send_n = 0;
 }
 
-size_t bk_a2av_displ(size_t per, int p, int rank, int peer, int sending)
+size_t bk_a2av_displ(size_t n, int p, int rank, int peer, int sending)
 {
 	size_t d = 0;
 	int j;
 
 	for (j = 0; j < peer; j++)
-		d += sending ? bk_a2av_count(per, p, rank, j)
-			     : bk_a2av_count(per, p, j, rank);
+		d += sending ? bk_a2av_count(n, p, rank, j)
+			     : bk_a2av_count(n, p, j, rank);
 	return d;
 }
 
@@ -65,7 +64,7 @@ void bk_fill(const struct bk_case *c, int rank, int p, void *send,
 	if (c->op != BK_ALLTOALLV)
 		return;
 	for (j = 0, b = 0; j < p; j++) {
-		size_t cnt = bk_a2av_count(per, p, rank, j);
+		size_t cnt = bk_a2av_count(c->count, p, rank, j);
 
 		for (i = 0; i < cnt; i++)
 			bk_store(send, dt, b + i, bk_fill_value(rank + j, i));
@@ -103,7 +102,7 @@ static double expect(const struct bk_case *c, int rank, int p, size_t i,
 		return bk_fill_value((int)(i / per) + rank, i % per);
 	case BK_ALLTOALLV:
 		for (j = 0; j < p; j++) {
-			size_t cnt = bk_a2av_count(per, p, j, rank);
+			size_t cnt = bk_a2av_count(c->count, p, j, rank);
 
 			if (i < d + cnt)
 				return bk_fill_value(j + rank, i - d);

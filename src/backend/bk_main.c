@@ -8,9 +8,11 @@
  *                    [--budget SECONDS] [--gpus N] [--root R]
  *                    [--m M --n N --k K] [--lib PATH] [--blas PATH]
  *
- * Sizes are rccl-tests': bytes or K/M/G (2^10, 2^20, 2^30), rounded down
+ * Sizes are the testers': bytes or K/M/G (2^10, 2^20, 2^30), rounded down
  * to whole elements and, for all-gather, reduce-scatter and the
- * all-to-alls, to a multiple of the ranks. Per point: --warmup untimed
+ * all-to-alls, to what the library's own test suite runs per rank
+ * (bk_param_count: nccl-tests for cuda, rccl-tests for hip and mpi); the
+ * point's count is that suite's (per rank for those ops). Per point: --warmup untimed
  * iterations, then up to --iters timed ones (fewer, but at least 3, when
  * one iteration takes more than --budget / --iters), then one checked
  * iteration. The printed time is the median over iterations of the
@@ -29,7 +31,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BK_PROTOCOL 1
+/* 2: a split op's count is per rank (nccl-tests' paramcount) and an
+ * all-to-all-v's size is what each rank sends, as the testers print
+ * them; protocol 1 printed the whole buffer's elements and an
+ * all-to-all-v of size / ranks (measure_proto.c reads both). */
+#define BK_PROTOCOL 2
 #define MAX_POINTS 256
 
 const char *const bk_op_names[BK_OP_COUNT + 1] = {
@@ -163,6 +169,35 @@ double bk_load(const void *buf, enum bk_dtype dt, size_t i)
 	case BK_BFLOAT16: return from_bf16(((const uint16_t *)buf)[i]);
 	default: return NAN;
 	}
+}
+
+int bk_split_op(enum bk_op op)
+{
+	return op == BK_ALLGATHER || op == BK_REDUCESCATTER ||
+	       op == BK_ALLTOALL || op == BK_ALLTOALLV;
+}
+
+/* nccl-tests v2.19.6 (since v2.13.12, 29f4114): all_gather.cu,
+ * reduce_scatter.cu, alltoall.cu and alltoallv.cu round count / nranks
+ * down to 16 B (`& ~(16/eltSize - 1)`). rccl-tests @ ae3e635:
+ * all_gather.cu and reduce_scatter.cu to ALIGN 4 elements
+ * ((count / (ALIGN * nranks)) * ALIGN), alltoall.cu to one, and
+ * alltoallv.cu runs count 0 below nranks^2 / 2 elements. Other ops take
+ * count itself. */
+size_t bk_param_count(enum bk_tester t, enum bk_op op, enum bk_dtype dt,
+		      size_t n, int p)
+{
+	size_t per = p > 0 ? n / (size_t)p : 0, es = bk_dtype_size[dt];
+
+	if (!bk_split_op(op))
+		return n;
+	if (t == BK_NCCL_TESTS)
+		return es <= 16 ? per & ~(16 / es - 1) : per;
+	if (op == BK_ALLGATHER || op == BK_REDUCESCATTER)
+		return per / 4 * 4;
+	if (op == BK_ALLTOALLV && n < (size_t)p * (size_t)p / 2)
+		return 0;
+	return per;
 }
 
 size_t bk_a2av_count(size_t n, int p, int src, int dst)
@@ -387,9 +422,12 @@ static void print_point(const struct bk_case *c, const struct bk_result *r,
 
 	qsort(t, (size_t)n, sizeof(*t), cmp_double);
 	med = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+	/* the count the testers print: the call's, per rank for a split
+	 * op (c->count is the buffer's, what the drivers allocate) */
 	printf("{\"type\":\"point\",\"op\":\"%s\",\"dtype\":\"%s\","
 	       "\"bytes\":%zu,\"count\":%zu,\"ranks\":%d,", bk_op_names[c->op],
-	       bk_dtype_names[c->dtype], c->bytes, c->count, ranks);
+	       bk_dtype_names[c->dtype], c->bytes, bk_split_op(c->op) ?
+	       c->count / (size_t)ranks : c->count, ranks);
 	if (c->op == BK_GEMM)
 		printf("\"m\":%ld,\"n\":%ld,\"k\":%ld,\"tflops\":%.6g,", c->m,
 		       c->n, c->k, 2.0 * (double)c->m * (double)c->n *
@@ -416,22 +454,12 @@ static void print_point(const struct bk_case *c, const struct bk_result *r,
 /* ------------------------------------------------------------------ */
 /* The sweep                                                           */
 
-/* Bytes a size is rounded down to a multiple of. */
-static size_t granule(const struct bk_opts *o, int ranks)
-{
-	size_t g = bk_dtype_size[o->dtype];
-
-	if (o->op == BK_ALLGATHER || o->op == BK_REDUCESCATTER ||
-	    o->op == BK_ALLTOALL || o->op == BK_ALLTOALLV)
-		g *= (size_t)ranks;
-	return g;
-}
-
-static struct bk_case make_case(const struct bk_opts *o, double size,
+static struct bk_case make_case(const struct bk_driver *drv,
+				const struct bk_opts *o, double size,
 				int ranks)
 {
 	struct bk_case c;
-	size_t g = granule(o, ranks);
+	size_t es = bk_dtype_size[o->dtype], n;
 
 	memset(&c, 0, sizeof(c));
 	c.op = o->op;
@@ -452,8 +480,10 @@ static struct bk_case make_case(const struct bk_opts *o, double size,
 		c.count = (size_t)(c.m * c.n);
 		return c;
 	}
-	c.bytes = (size_t)(size / (double)g) * g;
-	c.count = c.bytes / bk_dtype_size[o->dtype];
+	n = bk_param_count(drv->tester, o->op, o->dtype, (size_t)(size / (double)es),
+			   ranks);
+	c.count = bk_split_op(o->op) ? n * (size_t)ranks : n;
+	c.bytes = c.count * es;
 	return c;
 }
 
@@ -486,7 +516,7 @@ static int sweep(const struct bk_driver *drv, const struct bk_opts *o,
 
 	for (s = o->min_B; s <= o->max_B * (1 + 1e-12) && rc == BK_OK;
 	     s *= o->factor) {
-		struct bk_case c = make_case(o, s, in->ranks);
+		struct bk_case c = make_case(drv, o, s, in->ranks);
 
 		if (++npoints > MAX_POINTS)
 			return bk_fail(err, errlen, BK_USAGE, "more than %d "

@@ -310,6 +310,7 @@ static nc_result issue_one(const struct bk_case *c, struct dbufs *b, int i)
 {
 	int t = nc_type(c->dtype), r = G.proc * G.ngpus + i, p = G.ranks, j;
 	size_t es = bk_dtype_size[c->dtype], per = c->count / (size_t)p;
+	size_t n = c->count;	/* alltoallv: each rank sends n in all */
 	nc_stream s = (nc_stream)G.stream[i];
 	nc_comm cm = G.comm[i];
 	nc_result e = 0;
@@ -344,13 +345,13 @@ static nc_result issue_one(const struct bk_case *c, struct dbufs *b, int i)
 		return e;
 	case BK_ALLTOALLV:
 		for (j = 0; j < p && !e; j++) {
-			e = G.nc.Send(at(b->send[i], bk_a2av_displ(per, p, r, j, 1),
-					 es), bk_a2av_count(per, p, r, j), t, j,
+			e = G.nc.Send(at(b->send[i], bk_a2av_displ(n, p, r, j, 1),
+					 es), bk_a2av_count(n, p, r, j), t, j,
 				      cm, s);
 			if (!e)
-				e = G.nc.Recv(at(b->recv[i], bk_a2av_displ(per, p,
+				e = G.nc.Recv(at(b->recv[i], bk_a2av_displ(n, p,
 						 r, j, 0), es),
-					      bk_a2av_count(per, p, j, r), t, j,
+					      bk_a2av_count(n, p, j, r), t, j,
 					      cm, s);
 		}
 		return e;
@@ -715,7 +716,7 @@ static void gpu_finalize(void)
 }
 
 static const struct bk_driver gpu_driver = {
-	BK_FLAVOUR, gpu_init, gpu_supports, gpu_run, gpu_agree, gpu_finalize,
+	BK_FLAVOUR, BK_TESTER, gpu_init, gpu_supports, gpu_run, gpu_agree, gpu_finalize,
 };
 
 int main(int argc, char **argv)

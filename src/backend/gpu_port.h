@@ -11,6 +11,7 @@
 #include <hip/hip_runtime.h>
 
 #define BK_FLAVOUR "hip"
+#define BK_TESTER BK_RCCL_TESTS	/* RCCL's own test suite */
 #define BK_RUNTIME_NAME "HIP"
 #define BK_COLL_NAME "RCCL"
 /* librccl from ROCm (/opt/rocm/lib) or a distribution package. */
@@ -57,6 +58,7 @@
 #include <cuda_runtime.h>
 
 #define BK_FLAVOUR "cuda"
+#define BK_TESTER BK_NCCL_TESTS	/* NCCL's own test suite */
 #define BK_RUNTIME_NAME "CUDA"
 #define BK_COLL_NAME "NCCL"
 /* libnccl from a system package, the CUDA toolkit, or pip's

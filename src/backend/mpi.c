@@ -169,7 +169,7 @@ static void free_bufs(struct bufs *b)
 }
 
 /* alltoallv counts and displacements (elements). */
-static int a2av_layout(struct bufs *b, size_t per)
+static int a2av_layout(struct bufs *b, size_t n)
 {
 	size_t p = (size_t)nranks;
 	int j;
@@ -181,10 +181,10 @@ static int a2av_layout(struct bufs *b, size_t per)
 	if (!b->scounts || !b->sdispls || !b->rcounts || !b->rdispls)
 		return -1;
 	for (j = 0; j < nranks; j++) {
-		b->scounts[j] = (int)bk_a2av_count(per, nranks, rank, j);
-		b->rcounts[j] = (int)bk_a2av_count(per, nranks, j, rank);
-		b->sdispls[j] = (int)bk_a2av_displ(per, nranks, rank, j, 1);
-		b->rdispls[j] = (int)bk_a2av_displ(per, nranks, rank, j, 0);
+		b->scounts[j] = (int)bk_a2av_count(n, nranks, rank, j);
+		b->rcounts[j] = (int)bk_a2av_count(n, nranks, j, rank);
+		b->sdispls[j] = (int)bk_a2av_displ(n, nranks, rank, j, 1);
+		b->rdispls[j] = (int)bk_a2av_displ(n, nranks, rank, j, 0);
 	}
 	return 0;
 }
@@ -196,7 +196,7 @@ static int alloc_bufs(const struct bk_case *c, struct bufs *b)
 	memset(b, 0, sizeof(*b));
 	bk_buf_counts(c, nranks, &b->send_n, &b->recv_n);
 	if (c->op == BK_ALLTOALLV &&
-	    a2av_layout(b, c->count / (size_t)nranks) != 0)
+	    a2av_layout(b, c->count) != 0)
 		return -1;
 	/* One element at least, so the pointers are valid at size 0. */
 	b->send = malloc((b->send_n ? b->send_n : 1) * es);
@@ -336,6 +336,7 @@ static void mpi_finalize(void)
 
 static const struct bk_driver mpi_driver = {
 	.name = "mpi",
+	.tester = BK_RCCL_TESTS,	/* docs/measure.md: rccl-tests' sizes */
 	.init = mpi_init,
 	.supports = mpi_supports,
 	.run = mpi_run,

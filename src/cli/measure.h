@@ -19,12 +19,18 @@ struct diag;
 
 #define MEASURE_MAX_POINTS 256
 
+/* The protocol the backends print (bk_main.c BK_PROTOCOL); version 1 is
+ * read too, its points put in version 2's terms (measure_proto.c). */
+#define MEASURE_PROTOCOL 2
+
 /* Everything one backend run said. Strings are owned (mem_free'd by
  * measure_release). */
 struct measure_log {
 	struct store_meas_info info;	/* from the hello line */
 	int have_hello;
 	int foreign;			/* a hello of another protocol */
+	int protocol;			/* the hello's (MEASURE_PROTOCOL
+					   before one) */
 	struct store_meas_row pts[MEASURE_MAX_POINTS];
 	uint32_t npts;
 	struct cJSON *points;		/* the point lines, as --json prints */

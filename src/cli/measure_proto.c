@@ -31,6 +31,7 @@ void measure_init(struct measure_log *m)
 {
 	memset(m, 0, sizeof(*m));
 	m->end_points = NAN;
+	m->protocol = MEASURE_PROTOCOL;
 	m->points = cJSON_CreateArray();
 }
 
@@ -91,7 +92,7 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 	double per = num_of(o, "devices_per_node");
 	double proto = num_of(o, "protocol");
 
-	if (proto != 1) {
+	if (proto != 1 && proto != MEASURE_PROTOCOL) {
 		/* another program's JSON lines (a hello and points of its
 		 * own): one error, not one a line */
 		char got[32];
@@ -99,11 +100,12 @@ static int hello(struct measure_log *m, const cJSON *o, const char *where,
 		snprintf(got, sizeof(got), isnan(proto) ? "no 'protocol'" :
 			 "protocol %g", proto);
 		diag_error(d, where, (int)m->lines, 0, "hello: %s; this llmsim "
-			   "reads protocol 1 (docs/measure.md): not the stream "
-			   "of an llmsim backend", got);
+			   "reads protocols 1 and %d (docs/measure.md): not the "
+			   "stream of an llmsim backend", got, MEASURE_PROTOCOL);
 		m->foreign = 1;
 		return -1;
 	}
+	m->protocol = (int)proto;
 	free_info(i);
 	i->backend = str_of(o, "backend");
 	i->host = str_of(o, "host");
@@ -209,7 +211,49 @@ static const char *need(const char *key)
 	       "collectives: algbw_GBps and busbw_GBps)";
 }
 
-static int point(struct measure_log *m, const cJSON *o, const char *where,
+/* Number key of o set to v (the line --json prints). 0, or -1 OOM. */
+static int set_num(cJSON *o, const char *key, double v)
+{
+	cJSON *n = cJSON_CreateNumber(v);
+
+	if (!n)
+		return -1;
+	if (cJSON_GetObjectItemCaseSensitive(o, key))
+		return cJSON_ReplaceItemInObjectCaseSensitive(o, key, n) ? 0 :
+		       (cJSON_Delete(n), -1);
+	return cJSON_AddItemToObject(o, key, n) ? 0 : (cJSON_Delete(n), -1);
+}
+
+/* A protocol 1 point in protocol 2's terms (bk_main.c BK_PROTOCOL). Its
+ * all-gather, reduce-scatter and all-to-all count was the buffer's
+ * elements: now the call's per rank (count / ranks, nccl-tests'
+ * paramcount). Its all-to-all-v sent size / ranks from each rank in
+ * all (the backend's old pattern): now the size is what each rank
+ * sends, so size, count (per rank) and the rates over the same time
+ * are divided by the ranks. The line --json prints is changed with it.
+ * 0, or -1 out of memory. */
+static int from_protocol1(struct store_meas_row *r, cJSON *o)
+{
+	double p = r->ranks;
+
+	if (!strcmp(r->op, "allgather") || !strcmp(r->op, "reducescatter") ||
+	    !strcmp(r->op, "alltoall"))
+		r->count /= p;
+	else if (!strcmp(r->op, "alltoallv")) {
+		r->size_B /= p;
+		r->count /= p * p;
+		r->algbw_Bps /= p;
+		r->busbw_Bps /= p;
+		if (set_num(o, "bytes", r->size_B) ||
+		    set_num(o, "algbw_GBps", r->algbw_Bps / 1e9) ||
+		    set_num(o, "busbw_GBps", r->busbw_Bps / 1e9))
+			return -1;
+	} else
+		return 0;
+	return set_num(o, "count", r->count);
+}
+
+static int point(struct measure_log *m, cJSON *o, const char *where,
 		 struct diag *d)
 {
 	struct store_meas_row *r;
@@ -258,6 +302,10 @@ static int point(struct measure_log *m, const cJSON *o, const char *where,
 	r->busbw_Bps = num_of(o, "busbw_GBps") * 1e9;
 	r->rate = strcmp(r->op, "gemm") == 0 ? num_of(o, "tflops") * 1e12 :
 		  num_of(o, "GBps") * 1e9;
+	if (m->protocol == 1 && from_protocol1(r, o) != 0) {
+		diag_oom(d);	/* the point stays counted: freed with m */
+		return -1;
+	}
 	return 1;
 drop:
 	/* not counted: a half-read point stored with zeros failed the

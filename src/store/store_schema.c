@@ -465,6 +465,21 @@ const struct store_migration store_migrations[] = {
 	  "  m.rate, m.check_result, i.complete, i.backend_error\n"
 	  "FROM runs r JOIN measure_runs i ON i.run_id = r.id\n"
 	  "  JOIN measurements m ON m.run_id = r.id;\n" },
+	/* The backends' protocol 2 (bk_main.c BK_PROTOCOL) prints what
+	 * nccl-tests and rccl-tests print: a split op's count per rank,
+	 * an all-to-all-v of the size each rank sends. Rows stored before
+	 * were protocol 1's (measure_proto.c from_protocol1 reads such
+	 * files the same way): the count was the buffer's elements, and an
+	 * all-to-all-v sent size / ranks from each rank in all. */
+	{ 10, "measurements.count per rank for all-gather, reduce-scatter "
+	  "and the all-to-alls; an all-to-all-v's size_B what each rank "
+	  "sends",
+	  "UPDATE measurements SET count = count / ranks\n"
+	  "  WHERE op IN ('allgather', 'reducescatter', 'alltoall');\n"
+	  "UPDATE measurements SET size_B = size_B / ranks,\n"
+	  "  count = count / ranks / ranks, algbw_Bps = algbw_Bps / ranks,\n"
+	  "  busbw_Bps = busbw_Bps / ranks\n"
+	  "  WHERE op = 'alltoallv';\n" },
 };
 
 /* The columns of v_runs as expressions over runs r and step_results s

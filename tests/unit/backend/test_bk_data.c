@@ -139,3 +139,77 @@ Test(backend, small_integers_round_trip_in_every_dtype)
 				     bk_dtype_names[t], v);
 		}
 }
+
+/* The testers' per-rank counts (bk_param_count), from their sources:
+ * nccl-tests v2.19.6 rounds count / nranks down to 16 B, rccl-tests
+ * @ ae3e635 all-gather / reduce-scatter to 4 elements, all-to-all to
+ * one, all-to-all-v to 0 below nranks^2 / 2 elements.
+ *   1 MiB bf16 over 6 ranks: 524288 elements, 87381 a rank; nccl-tests
+ *   87381 & ~7 = 87376 (the size it prints: 87376 x 6 x 2 = 1048512 B);
+ *   rccl-tests all-gather 87381 / 4 x 4 = 87380, all-to-all 87381.
+ *   32 B float over 8 ranks: 8 elements, 1 a rank: nccl-tests 1 & ~3 =
+ *   0, rccl-tests all-gather 0, all-to-all 1, all-to-all-v 0 (8 < 32).
+ *   double: 16 / 8 = 2 elements (7 -> 6); int8: 16 (31 -> 16).
+ *   all-reduce and the rest: the count itself. */
+Test(backend, param_count_is_the_testers)
+{
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_ALLGATHER, BK_BFLOAT16,
+				    524288, 6), 87376);
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_ALLTOALL, BK_BFLOAT16,
+				    524288, 6), 87376);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLGATHER, BK_BFLOAT16,
+				    524288, 6), 87380);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_REDUCESCATTER,
+				    BK_BFLOAT16, 524288, 6), 87380);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLTOALL, BK_BFLOAT16,
+				    524288, 6), 87381);
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_REDUCESCATTER, BK_FLOAT,
+				    8, 8), 0);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLGATHER, BK_FLOAT, 8,
+				    8), 0);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLTOALL, BK_FLOAT, 8,
+				    8), 1);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLTOALLV, BK_FLOAT, 8,
+				    8), 0);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_ALLTOALLV, BK_FLOAT, 32,
+				    8), 4);
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_ALLGATHER, BK_DOUBLE,
+				    14, 2), 6);
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_ALLGATHER, BK_INT8, 62,
+				    2), 16);
+	cr_assert_eq(bk_param_count(BK_NCCL_TESTS, BK_ALLREDUCE, BK_FLOAT, 7,
+				    6), 7);
+	cr_assert_eq(bk_param_count(BK_RCCL_TESTS, BK_BROADCAST, BK_INT8, 7,
+				    6), 7);
+}
+
+/* All-to-all-v: every rank sends and receives the case's count in all,
+ * as the testers' alltoallv (rccl-tests: the per-peer counts sum to
+ * count x nranks of its paramcount), in bk_a2av_count's blocks. */
+Test(backend, alltoallv_check_sends_the_whole_count)
+{
+	struct bk_case c = make(BK_ALLTOALLV);
+	float send[P][N], recv[P][N], dummy[N];
+	size_t sn, rn;
+	int i, j;
+
+	bk_buf_counts(&c, P, &sn, &rn);
+	cr_assert_eq(sn, N);
+	cr_assert_eq(rn, N);
+	for (i = 0; i < P; i++)
+		bk_fill(&c, i, P, send[i], sn, dummy, rn);
+	for (i = 0; i < P; i++)
+		for (j = 0; j < P; j++)
+			memcpy(&recv[j][bk_a2av_displ(N, P, j, i, 0)],
+			       &send[i][bk_a2av_displ(N, P, i, j, 1)],
+			       bk_a2av_count(N, P, i, j) * sizeof(float));
+	for (j = 0; j < P; j++) {
+		cr_assert_eq(bk_a2av_displ(N, P, j, P - 1, 0) +
+			     bk_a2av_count(N, P, P - 1, j), N);
+		cr_assert_eq(bk_count_wrong(&c, j, P, recv[j], rn), 0);
+	}
+	/* rank 1's first block from rank 0 overwritten by rank 2's */
+	memcpy(&recv[1][0], &send[2][bk_a2av_displ(N, P, 2, 1, 1)],
+	       bk_a2av_count(N, P, 0, 1) * sizeof(float));
+	cr_assert_gt(bk_count_wrong(&c, 1, P, recv[1], rn), 0);
+}

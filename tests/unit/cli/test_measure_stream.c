@@ -9,6 +9,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,73 @@ Test(measure_stream, point_numbers_out_of_range_are_bad)
 #undef COPY
 #undef BCAST
 #undef BW
+}
+
+/* Protocol 1's points in protocol 2's terms (measure_proto.c
+ * from_protocol1): on 4 ranks an all-gather of 4096 B float had count
+ * 1024 (the buffer's elements), now 1024 / 4 = 256 a rank; an
+ * all-to-all-v of "4096 B" sent 1024 B from each rank in all: size 1024,
+ * count 1024 / 4 / 4 = 64, algbw 0.4 / 4 = 0.1 GB/s, busbw 0.3 / 4 =
+ * 0.075 (and the line --json prints with them); an all-reduce keeps its
+ * 1024. The same points under protocol 2 are stored as written; a
+ * protocol 3 hello is another program's. */
+Test(measure_stream, protocol_1_counts_are_put_per_rank)
+{
+#define HELLO(v) "{\"type\":\"hello\",\"protocol\":" v ",\"backend\":" \
+	"\"mpi\",\"ranks\":4,\"nodes\":1,\"devices_per_node\":4}"
+#define PT(op) "{\"type\":\"point\",\"op\":\"" op "\",\"dtype\":" \
+	"\"float\",\"bytes\":4096,\"count\":1024,\"ranks\":4,\"iters\":5," \
+	"\"time_us\":10,\"time_min_us\":9,\"time_max_us\":11," \
+	"\"algbw_GBps\":0.4,\"busbw_GBps\":0.3,\"check\":\"ok\"," \
+	"\"wrong\":0}"
+	static const char *const pts[3] = {
+		PT("allgather"), PT("alltoallv"), PT("allreduce"),
+	};
+	static const double v1[3][4] = {
+		{ 4096, 256, 0.4e9, 0.3e9 },
+		{ 1024, 64, 0.1e9, 0.075e9 },
+		{ 4096, 1024, 0.4e9, 0.3e9 },
+	};
+	struct measure_stream s;
+	struct diag d;
+	int v, i, opened;
+
+	diag_init(&d, stderr);
+	for (v = 1; v <= 2; v++) {
+		cr_assert_eq(measure_stream_init(&s, &d), 0);
+		cr_assert_eq(measure_stream_line(&s, v == 1 ? HELLO("1") :
+			     HELLO("2"), "t", &opened, &d), MEASURE_TAKEN);
+		for (i = 0; i < 3; i++) {
+			const struct store_meas_row *r = &s.runs[0]->pts[i];
+			const cJSON *o;
+
+			cr_assert_eq(measure_stream_line(&s, pts[i], "t",
+				     &opened, &d), MEASURE_POINT);
+			o = cJSON_GetArrayItem(s.runs[0]->points, i);
+			cr_assert_float_eq(r->size_B, v == 1 ? v1[i][0] : 4096,
+					   1e-9);
+			cr_assert_float_eq(r->count, v == 1 ? v1[i][1] : 1024,
+					   1e-9);
+			cr_assert_float_eq(r->algbw_Bps, v == 1 ? v1[i][2] :
+					   0.4e9, 1);
+			cr_assert_float_eq(r->busbw_Bps, v == 1 ? v1[i][3] :
+					   0.3e9, 1);
+			cr_assert_float_eq(cJSON_GetObjectItem(o, "count")->
+					   valuedouble, r->count, 1e-9);
+			cr_assert_float_eq(cJSON_GetObjectItem(o, "bytes")->
+					   valuedouble, r->size_B, 1e-9);
+			cr_assert_float_eq(cJSON_GetObjectItem(o, "busbw_GBps")->
+					   valuedouble, r->busbw_Bps / 1e9, 1e-12);
+		}
+		measure_stream_release(&s);
+	}
+	cr_assert_eq(measure_stream_init(&s, &d), 0);
+	cr_assert_eq(measure_stream_line(&s, HELLO("3"), "t", &opened, &d),
+		     MEASURE_BAD);
+	cr_assert(s.runs[0]->foreign);
+	measure_stream_release(&s);
+#undef HELLO
+#undef PT
 }
 
 static void quiet_all(void)

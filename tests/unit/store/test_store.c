@@ -76,8 +76,8 @@ Test(store, creates_directory_and_schema_then_reopens)
 	 * 4 (measure_runs, measurements), 5 (validation_results), 6
 	 * (serving views), 7 (sweeps; v_runs, v_sweep_points), 8
 	 * (plan_candidates, v_plans), 9 (measure_runs.complete and
-	 * .backend_error). */
-	cr_assert_eq(store_schema_version(), 9);
+	 * .backend_error), 10 (measurements' counts per rank). */
+	cr_assert_eq(store_schema_version(), 10);
 	/* sf_db_path is sf_dir/results/llmsim.db: results/ does not exist yet. */
 	st = sf_open_ok(sf_db_path);
 	store_close(st);
@@ -567,7 +567,7 @@ Test(store, reader_reads_an_old_schema_without_migrating_it)
 	cr_assert_not_null(st, "%s", sf_cap_text(&c));
 	/* A note, not an error: the old runs table reads as it is. */
 	cr_assert_eq(c.d.errors, 0, "%s", sf_cap_text(&c));
-	sf_assert_says(&c, "schema version 1, older than this llmsim's 9");
+	sf_assert_says(&c, "schema version 1, older than this llmsim's 10");
 	cr_assert_eq(store_select(st, "SELECT count(*) FROM runs", NULL, 0,
 				  first_int, &n, &c.d), 0, "%s",
 		     sf_cap_text(&c));

@@ -231,3 +231,48 @@ Test(store, validation_rows_and_view)
 			     "v_validation WHERE idx = 1"), 1);
 	sf_assert_no_leaks();
 }
+
+/* Rows stored before schema 10 are protocol 1's (src/store/
+ * store_schema.c, migration 10): on 2 ranks, an all-gather of 8 KiB
+ * float carried count 2048 (the buffer's elements) and reads 1024 (per
+ * rank, nccl-tests' paramcount); an all-to-all-v of "8 KiB" sent 4 KiB
+ * from each rank in all (the old pattern), in 100 us: it reads size
+ * 4096 B, count 4096 / 4 / 2 = 512, algbw 4096 B / 100 us = 40.96 MB/s
+ * and busbw half that ((2 - 1) / 2); the all-reduce's 262144 is kept. */
+Test(store, schema_10_puts_old_counts_per_rank)
+{
+	static const struct store_meas_row old[3] = {
+		{ "allgather", "float", 8192, 2048, 2, -1, 0, 0, 0, 20,
+		  100e-6, 95e-6, 130e-6, 8192 / 100e-6, 4096 / 100e-6, NAN,
+		  "ok" },
+		{ "alltoallv", "float", 8192, 2048, 2, -1, 0, 0, 0, 20,
+		  100e-6, 95e-6, 130e-6, 8192 / 100e-6, 4096 / 100e-6, NAN,
+		  "ok" },
+		POINTS[0],
+	};
+	struct store *st = sf_open_ok(sf_db_path);
+	struct store_run run = RUN;
+	char text[256];
+
+	run.command = "measure";
+	run.kind = "system";
+	cr_assert_eq(store_put_measure(st, &run, &INFO, old, 3, NULL), 1);
+	store_close(st);
+	{
+		sqlite3 *db = sf_raw_open(sf_db_path);
+
+		sf_raw_exec(db, "UPDATE meta SET value = '9' WHERE key = "
+			    "'schema_version'");
+		sqlite3_close(db);
+	}
+	store_close(sf_open_ok(sf_db_path));	/* migrates 9 -> 10 */
+	sf_sql_text(sf_db_path, "SELECT group_concat(op || ' ' || size_B || "
+		    "' ' || count || ' ' || algbw_Bps || ' ' || busbw_Bps, "
+		    "'; ') FROM (SELECT * FROM measurements ORDER BY idx)",
+		    text, sizeof(text));
+	cr_assert_str_eq(text, "allgather 8192.0 1024.0 81920000.0 40960000.0; "
+			 "alltoallv 4096.0 512.0 40960000.0 20480000.0; "
+			 "allreduce 1048576.0 262144.0 10485760000.0 "
+			 "10485760000.0");
+	sf_assert_no_leaks();
+}
