@@ -92,20 +92,47 @@ set -- $(grep -v '^#' "$tmp/out")
 [ "$1 $2" = "4096 128" ] || { echo "FAIL: allgather count '$1 $2', expected '4096 128'"; fail=1; }
 set --
 
-# Sizes with no whole element per rank are left out with a warning: the
-# testers call the library with count 0, which NCCL discards without a
-# launch (enqueue.cc taskAppend); they were priced at the base latency
-# (all-gather 8 ranks, float: 1..16 B printed as size 0 at 10.8 us). The
-# first row is 32 B (8 x 4 B), count 1; 1..256 B is 9 sizes, 5 left out.
+# Sizes with nothing per rank are left out with a warning: the testers
+# call the library with count 0, which NCCL discards without a launch
+# (enqueue.cc taskAppend); they were priced at the base latency
+# (all-gather 8 ranks, float: 1..16 B printed as size 0 at 10.8 us).
+# dgx-h100 runs NCCL, so the sizes are nccl-tests' (16 B a rank,
+# all_gather.cu `(count/nranks) & ~(16/eltSize - 1)`): the first row is
+# 128 B (8 x 16 B), count 4; 1..256 B is 9 sizes, 7 left out. With
+# --tester elements (one element a rank) the first is 32 B, count 1.
 check "no count-0 rows" "$llmsim" collective --system dgx-h100 --op allgather \
 	--ranks 8 --min 1 --max 256 --no-store
 got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }' | tr '\n' ' ' | sed 's/ $//')
-[ "$got" = "32:1 64:2 128:4 256:8" ] || { echo "FAIL: sizes from --min 1: '$got'"; fail=1; }
-grep -q "warning: 5 sizes below 32 B left out" "$tmp/err" ||
+[ "$got" = "128:4 256:8" ] || { echo "FAIL: sizes from --min 1: '$got'"; fail=1; }
+grep -q "warning: 7 sizes below 128 B left out: allgather over 8 ranks moves a multiple of it (16 B per rank, as nccl-tests runs it)" "$tmp/err" ||
 	{ echo "FAIL: no warning for the left-out sizes"; cat "$tmp/err"; fail=1; }
-status 2 "no whole element" --system dgx-h100 --op allgather --ranks 8 --min 1 --max 16
-grep -q -- "--max (16 B) holds no whole element per rank" "$tmp/err" ||
+check "one element a rank" "$llmsim" collective --system dgx-h100 --op allgather \
+	--ranks 8 --min 1 --max 256 --no-store --tester elements
+got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }' | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "32:1 64:2 128:4 256:8" ] || { echo "FAIL: sizes from --min 1, --tester elements: '$got'"; fail=1; }
+grep -q "warning: 5 sizes below 32 B left out: .*(a whole float element per rank)" "$tmp/err" ||
+	{ echo "FAIL: no warning for the left-out sizes (elements)"; cat "$tmp/err"; fail=1; }
+status 2 "no whole element" --system dgx-h100 --op allgather --ranks 8 --min 1 --max 16 --tester elements
+grep -q -- "--max (16 B) holds less than a whole float element per rank" "$tmp/err" ||
 	{ echo "FAIL: message for --max 16"; cat "$tmp/err"; fail=1; }
+# A row is the library's own test suite's row (--tester, default by the
+# system's library). 1 MiB of bf16 all-gather over 6 ranks = 524288
+# elements, 87381 a rank: nccl-tests v2.19.6 87381 & ~7 = 87376 (1048512
+# B); rccl-tests @ ae3e635 87381 / 4 x 4 = 87380 (1048560 B); whole
+# elements 87381 (1048572 B).
+for c in "dgx-h100::1048512:87376" "mi300x-roce::1048560:87380" \
+	"dgx-h100:--tester rccl-tests:1048560:87380" \
+	"mi300x-roce:--tester elements:1048572:87381"; do
+	sys=${c%%:*}; r=${c#*:}; t=${r%%:*}; want=${r#*:}
+	# shellcheck disable=SC2086
+	check "tester $sys $t" "$llmsim" collective --system "$sys" --op allgather \
+		--ranks 6 --min 1M --max 1M --dtype bf16 --no-store $t
+	got=$(grep -v '^#' "$tmp/out" | awk '{ print $1 ":" $2 }')
+	[ "$got" = "$want" ] || { echo "FAIL: $sys $t: '$got', expected '$want'"; fail=1; }
+done
+status 2 "bad tester" --system dgx-h100 --op allgather --ranks 8 --tester nccl
+grep -q -- "--tester: expected one of elements, nccl-tests, rccl-tests; got 'nccl'" "$tmp/err" ||
+	{ echo "FAIL: message for --tester nccl"; cat "$tmp/err"; fail=1; }
 # --group G splits a size over G operations (size / G bytes each): whole
 # elements per operation. 4 broadcasts of float: 16 B is one element each
 # (count 1); 4 and 8 B were timed as quarter and half elements.

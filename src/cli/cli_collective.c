@@ -12,8 +12,11 @@
  * per node + local index). Sizes follow rccl-tests: plain bytes or K/M/G
  * suffixes of 2^10/2^20/2^30, from --min to --max multiplying by the step
  * factor; as there, a size is rounded down to whole elements (and, for
- * all-gather, reduce-scatter and all-to-all, to a multiple of the ranks),
- * and the count column is the call's (per rank for those three; with
+ * all-gather, reduce-scatter and all-to-all, to what the library's test
+ * suite runs a rank: --tester, by default nccl-tests' 16 B for an NCCL
+ * system, rccl-tests' 4 elements (all-gather, reduce-scatter) or one
+ * (all-to-all) for RCCL, one element otherwise), and the count column
+ * is the call's (per rank for those three; with
  * --group G, per operation: sizes in whole elements of G operations). A
  * size with no whole element (per rank or operation) is left out with a
  * warning: the testers print it as count 0, which NCCL launches nothing
@@ -252,7 +255,11 @@ enum {
 	OPT_SYSTEM = 256, OPT_SET, OPT_OP, OPT_ALGO, OPT_PROTO, OPT_DB,
 	OPT_JSON, OPT_CSV, OPT_NO_STORE, OPT_TOKENS, OPT_HIDDEN, OPT_TOPK,
 	OPT_EXPERTS, OPT_GROUPS, OPT_TOPK_GROUPS, OPT_DISPATCHER, OPT_SMS,
-	OPT_GATE, OPT_GROUP,
+	OPT_GATE, OPT_GROUP, OPT_TESTER,
+};
+
+const char *const coll_tester_names[TESTER_COUNT + 1] = {
+	"elements", "nccl-tests", "rccl-tests", NULL,
 };
 
 /* The options of dispatch and combine (getopt_long's c, its optarg):
@@ -347,6 +354,11 @@ static int option(struct opts *o, int c, const char *v)
 		if ((o->proto = schema_name_index(coll_proto_names, v)) < 0)
 			return cli_choice_error("collective", "--proto", v,
 						coll_proto_names);
+		break;
+	case OPT_TESTER:
+		if ((o->tester = schema_name_index(coll_tester_names, v)) < 0)
+			return cli_choice_error("collective", "--tester", v,
+						coll_tester_names);
 		break;
 	case OPT_DB: o->db = v; break;
 	case OPT_JSON: o->fmt = FMT_JSON; break;
@@ -452,6 +464,7 @@ static const struct option longopts[] = {
 	{ "dispatcher", required_argument, NULL, OPT_DISPATCHER },
 	{ "sms", required_argument, NULL, OPT_SMS },
 	{ "gate", required_argument, NULL, OPT_GATE },
+	{ "tester", required_argument, NULL, OPT_TESTER },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -507,16 +520,43 @@ static int parse(struct opts *o, int argc, char **argv)
 	return CLI_OK;
 }
 
-/* Bytes a size is rounded down to a multiple of: whole elements per
- * rank for the ops that split the buffer over the ranks, and per
- * operation for a --group of broadcasts or reduces (size / G each). */
+/* The tester of the system's library when --tester was not given:
+ * nccl-tests for NCCL (a preset named nccl or nccl-*, its releases),
+ * rccl-tests for RCCL, whole elements for another library. */
+static void resolve_tester(struct opts *o, const struct system_spec *s)
+{
+	const char *lib = s->collectives && s->collectives->name ?
+			  s->collectives->name : "";
+
+	if (o->tester >= 0)
+		return;
+	o->tester = strncmp(lib, "nccl", 4) == 0 ? TESTER_NCCL :
+		    strncmp(lib, "rccl", 4) == 0 ? TESTER_RCCL :
+		    TESTER_ELEMENTS;
+}
+
+/* Bytes a size is rounded down to a multiple of: for the ops that split
+ * the buffer over the ranks, what the tester runs a rank (its
+ * getCollByteCount: nccl-tests v2.19.6, since v2.13.12 (29f4114),
+ * `(count/nranks) & ~(16/eltSize - 1)`: 16 B; rccl-tests @ ae3e635
+ * all-gather / reduce-scatter `(count/(ALIGN*nranks))*ALIGN`, ALIGN 4
+ * elements, all-to-all count/nranks: one element) times the ranks; per
+ * operation for a --group of broadcasts or reduces (size / G each);
+ * else whole elements. Nested floors: floor(floor(S / e) / (p m)) m e
+ * = floor(S / (e p m)) e p m, the testers' size. */
 static double granule(const struct opts *o)
 {
-	double g = dtype_size(o->dtype);
+	double e = dtype_size(o->dtype), g = e;
 
 	if (o->op == COLL_ALLGATHER || o->op == COLL_REDUCESCATTER ||
-	    o->op == COLL_ALLTOALL)
+	    o->op == COLL_ALLTOALL) {
+		if (o->tester == TESTER_NCCL)
+			g = e < 16 ? 16 : e;
+		else if (o->tester == TESTER_RCCL &&
+			 o->op != COLL_ALLTOALL)
+			g = 4 * e;
 		g *= (double)o->ranks;
+	}
 	if (o->group > 1)
 		g *= (double)o->group;
 	return g;
@@ -563,7 +603,11 @@ static int time_size(struct net *n, const struct opts *o,
 	/* the count nccl-tests and rccl-tests print is the call's own
 	 * (args->nbytes / wordSize: paramcount), per rank where the
 	 * buffer is split over the ranks */
-	row->count = size / granule(o);
+	row->count = size / dtype_size(o->dtype) /
+		     (double)(o->op == COLL_ALLGATHER ||
+			      o->op == COLL_REDUCESCATTER ||
+			      o->op == COLL_ALLTOALL ? o->ranks :
+			      o->group > 1 ? o->group : 1);
 	return rc;
 }
 
@@ -611,27 +655,38 @@ static int run_ep(struct net *n, const struct opts *o,
 static int left_out(const struct opts *o, double g, int empty, int nrows,
 		    struct diag *d)
 {
-	char what[96];
-	const char *per = o->group > 1 ? " per operation" :
-			  g > dtype_size(o->dtype) ? " per rank" : "";
+	char what[96], unit[96];
+	double e = dtype_size(o->dtype), per_rank = g / (double)o->ranks;
 
-	if (o->group > 1)
+	if (o->group > 1) {
 		snprintf(what, sizeof(what), "a group of %ld %s operations "
 			 "over %ld ranks", o->group, coll_op_name(o), o->ranks);
-	else
+		snprintf(unit, sizeof(unit), "a whole %s element per "
+			 "operation", o->dtype);
+	} else {
 		snprintf(what, sizeof(what), "%s over %ld ranks",
 			 coll_op_name(o), o->ranks);
+		if (g <= e)
+			snprintf(unit, sizeof(unit), "a whole %s element",
+				 o->dtype);
+		else if (per_rank <= e)
+			snprintf(unit, sizeof(unit), "a whole %s element per "
+				 "rank", o->dtype);
+		else
+			snprintf(unit, sizeof(unit), "%.0f B per rank, as %s "
+				 "runs it", per_rank,
+				 coll_tester_names[o->tester]);
+	}
 	if (nrows == 0) {
-		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds no whole "
-			   "element%s: %s moves a multiple of %.0f B (NCCL "
-			   "launches nothing for count 0)", o->max_B, per,
-			   what, g);
+		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds less than %s: "
+			   "%s moves a multiple of %.0f B (NCCL launches "
+			   "nothing for count 0)", o->max_B, unit, what, g);
 		return -1;
 	}
 	diag_warn(d, NULL, 0, 0, "%d size%s below %.0f B left out: %s moves "
-		  "a multiple of it (a whole %s element%s), and a smaller size "
-		  "is count 0, which NCCL launches nothing for", empty,
-		  empty == 1 ? "" : "s", g, what, o->dtype, per);
+		  "a multiple of it (%s), and a smaller size is count 0, which "
+		  "NCCL launches nothing for", empty, empty == 1 ? "" : "s", g,
+		  what, unit);
 	return 0;
 }
 
@@ -738,7 +793,7 @@ static int check_dispatcher(const struct opts *o, const struct system_spec *s,
 }
 
 /* Load the system and time every size; rows filled. CLI status. */
-static int simulate(const struct opts *o, struct config_ctx *cx,
+static int simulate(struct opts *o, struct config_ctx *cx,
 		    struct system_spec *s, const struct ep_comm_spec **ep,
 		    struct row *rows, int *n)
 {
@@ -766,6 +821,7 @@ static int simulate(const struct opts *o, struct config_ctx *cx,
 	if (check_ranks(o, s, d) != 0 ||
 	    (e && check_dispatcher(o, s, e, d) != 0))
 		return CLI_USAGE;
+	resolve_tester(o, s);
 	gpus = mem_alloc((size_t)o->ranks * sizeof(*gpus));
 	if (!gpus) {
 		diag_oom(d);
@@ -788,7 +844,8 @@ int cli_collective(int argc, char **argv, const char *argv0)
 {
 	struct opts o = { .op = -1,
 			  .factor = 2, .dtype = "float", .algo = -1,
-			  .proto = -1, .fmt = FMT_TABLE, .store = 1 };
+			  .proto = -1, .fmt = FMT_TABLE, .store = 1,
+			  .tester = -1 };
 	struct arena a;
 	struct diag d;
 	struct config_ctx cx;

@@ -57,7 +57,21 @@ struct opts {
 	const char *dispatcher;		/* configs/ep preset or file */
 	long sms;			/* 0 = the dispatcher's */
 	int dtype_set;
+	int tester;			/* enum coll_tester; -1: the library's
+					 * (coll_resolve_tester) */
 };
+
+/* Whose per-rank rounding the split ops' sizes follow (--tester): the
+ * library's own test suite, so a row is that suite's row. */
+enum coll_tester {
+	TESTER_ELEMENTS,		/* whole elements a rank */
+	TESTER_NCCL,			/* nccl-tests: 16 B a rank */
+	TESTER_RCCL,			/* rccl-tests: 4 elements (AG, RS) */
+	TESTER_COUNT
+};
+
+/* Their --tester names ("elements", "nccl-tests", "rccl-tests"). */
+extern const char *const coll_tester_names[TESTER_COUNT + 1];
 
 enum ep_op {
 	EP_OP_NONE,

@@ -52,6 +52,15 @@ const char *coll_op_name(const struct opts *o)
 	return coll_op_names[o->op];
 }
 
+/* Whether the rows' sizes follow a tester's per-rank rounding (--tester):
+ * all-gather, reduce-scatter and all-to-all, not dispatch / combine. */
+static int split_op(const struct opts *o)
+{
+	return o->ep == EP_OP_NONE && o->tester >= 0 &&
+	       (o->op == COLL_ALLGATHER || o->op == COLL_REDUCESCATTER ||
+		o->op == COLL_ALLTOALL);
+}
+
 /* dispatch / combine: the routing and the path in the table's head. */
 static void print_ep_head(const struct opts *o, const struct ep_comm_spec *e,
 			  const struct row *rows, int n)
@@ -104,7 +113,11 @@ static void print_coll_rows(const struct opts *o, const struct row *rows,
 
 	printf("# out-of-place and in-place are the same prediction (llmsim "
 	       "does not model the\n# difference); #wrong is N/A (nothing is "
-	       "checked).\n#\n");
+	       "checked).\n");
+	if (split_op(o))
+		printf("# sizes a rank as %s runs them (--tester)\n",
+		       coll_tester_names[o->tester]);
+	printf("#\n");
 	printf("#%62s%34s\n", "out-of-place", "in-place");
 	printf("#%11s %13s %9s %6s %6s", "size", "count", "type", "redop",
 	       "root");
@@ -277,6 +290,9 @@ static cJSON *config_json(const struct opts *o, const struct system_spec *s)
 	     cJSON_AddNumberToObject(c, "root", (double)coll_root(o)) &&
 	     (o->group <= 1 ||
 	      cJSON_AddNumberToObject(c, "group", (double)o->group)) &&
+	     (!split_op(o) ||
+	      cJSON_AddStringToObject(c, "tester",
+				      coll_tester_names[o->tester])) &&
 	     cJSON_AddNumberToObject(c, "min_bytes", o->min_B) &&
 	     cJSON_AddNumberToObject(c, "max_bytes", o->max_B) &&
 	     cJSON_AddNumberToObject(c, "step_factor", o->factor) &&
@@ -311,6 +327,9 @@ static cJSON *result_json(const struct opts *o, const struct system_spec *s,
 		cJSON_AddNumberToObject(r, "root", (double)coll_root(o)) &&
 		(o->group <= 1 ||
 		 cJSON_AddNumberToObject(r, "group", (double)o->group)) &&
+		(!split_op(o) ||
+		 cJSON_AddStringToObject(r, "tester",
+					 coll_tester_names[o->tester])) &&
 		cJSON_AddItemToObject(r, "rows", a);
 
 	if (!ok) {
