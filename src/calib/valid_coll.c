@@ -347,35 +347,79 @@ static int add_row(struct valid_table *t, const struct ref *r, int i,
 	return 0;
 }
 
-#define MAX_SETS 64
+/* The most keys a release preset sets (each one --set); validate adds
+ * one for nodes and one per algorithm switched off. */
+#define MAX_RELEASE_KEYS 64
+
+/* A scalar as --set value text that parses back to the same node: a
+ * plain one as written, unless a flow list would split it (an item
+ * with , [ ] { } or ': '); a quoted, block or !!str one (a string by
+ * its writing) in double quotes with \\ \" and controls escaped, so
+ * "false" stays a string (the schema refuses it for a boolean, as in
+ * the file) and "a, b" one item. NULL when out of memory. */
+static char *scalar_text(struct arena *a, const struct cnode *v, int item)
+{
+	const char *t = v->text ? v->text : "";
+	char *out, *o;
+	size_t i;
+
+	if (v->quoted == CNODE_PLAIN &&
+	    (!item || (!strpbrk(t, ",[]{}") && !strstr(t, ": "))))
+		return arena_printf(a, "%s", t);
+	if (!(out = o = arena_alloc(a, 4 * strlen(t) + 3)))
+		return NULL;
+	*o++ = '"';
+	for (i = 0; t[i]; i++) {
+		unsigned char c = (unsigned char)t[i];
+
+		if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = (char)c;
+		} else if (c == '\n') {
+			*o++ = '\\';
+			*o++ = 'n';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += sprintf(o, "\\x%02x", c);
+		} else {
+			*o++ = (char)c;
+		}
+	}
+	*o++ = '"';
+	*o = '\0';
+	return out;
+}
 
 /* The release file's keys under `path` (dotted), each as a --set
  * "path.key=value" appended to sets[*n]: mappings walked, scalars as
- * written, lists of scalars as [a, b]. 0, or -1 after reporting. */
+ * scalar_text writes them, lists of scalars as [a, b]; at most
+ * MAX_RELEASE_KEYS of them from first on. 0, or -1 after reporting. */
 static int leaf_sets(struct arena *a, const struct cnode *v,
 		     const char *path, const char **sets, size_t *n,
-		     struct diag *d)
+		     size_t first, struct diag *d)
 {
 	size_t i;
-	char *t;
+	char *t, *x;
 
 	if (v->kind == CNODE_MAP) {
 		for (i = 0; i < v->npairs; i++) {
 			const char *k = v->pairs[i].key->text;
 
 			if (!(t = arena_printf(a, "%s.%s", path, k)) ||
-			    leaf_sets(a, v->pairs[i].value, t, sets, n, d))
+			    leaf_sets(a, v->pairs[i].value, t, sets, n, first,
+				      d))
 				return t ? -1 : (diag_oom(d), -1);
 		}
 		return 0;
 	}
-	if (*n >= MAX_SETS) {
+	if (*n - first >= MAX_RELEASE_KEYS) {
 		cnode_error(d, v, "a release preset of more than %d keys "
-			    "(validate sets at most that many)", MAX_SETS - 4);
+			    "(validate sets at most that many)",
+			    MAX_RELEASE_KEYS);
 		return -1;
 	}
 	if (v->kind == CNODE_SCALAR)
-		t = arena_printf(a, "%s=%s", path, v->text);
+		t = (x = scalar_text(a, v, 0)) ?
+		    arena_printf(a, "%s=%s", path, x) : NULL;
 	else {
 		t = arena_printf(a, "%s=[", path);
 		for (i = 0; t && i < v->nitems; i++) {
@@ -385,8 +429,9 @@ static int leaf_sets(struct arena *a, const struct cnode *v,
 					    "are flat)");
 				return -1;
 			}
-			t = arena_printf(a, "%s%s%s", t, i ? ", " : "",
-					 v->items[i]->text);
+			x = scalar_text(a, v->items[i], 1);
+			t = x ? arena_printf(a, "%s%s%s", t, i ? ", " : "",
+					     x) : NULL;
 		}
 		t = t ? arena_printf(a, "%s]", t) : NULL;
 	}
@@ -406,7 +451,7 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 {
 	const struct cnode *doc, *p;
 	const char *file;
-	size_t i;
+	size_t i, first;
 	int oom;
 
 	file = config_preset_file(cx, &collectives_schema, r->lib, &oom);
@@ -440,6 +485,7 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 		return -1;
 	}
 	*lib_of = p->text;
+	first = *n;
 	for (i = 0; i < doc->npairs; i++) {
 		const char *k = doc->pairs[i].key->text;
 		char *t;
@@ -451,7 +497,7 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 			return -1;
 		}
 		if (leaf_sets(cx->arena, doc->pairs[i].value, t, sets, n,
-			      cx->diag) != 0)
+			      first, cx->diag) != 0)
 			return -1;
 	}
 	return 0;
@@ -467,7 +513,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	struct net *n = NULL;
 	uint32_t *gpus = NULL, i;
 	char set_nodes[64], set_off[ALGO_COUNT][160];
-	const char *sets[MAX_SETS + ALGO_COUNT], *lib_of = NULL;
+	const char *sets[1 + MAX_RELEASE_KEYS + ALGO_COUNT], *lib_of = NULL;
 	size_t nsets = 0;
 	int k, rc = -1;
 

@@ -262,3 +262,92 @@ Test(valid_coll, a_release_of_another_library_is_named)
 		   "bad.yaml:2:14: error: 'collectives': release 'nccl-2.26' "
 		   "starts from 'nccl', but mi300x-roce runs 'rccl'");
 }
+
+/* A data root in a fresh directory root: configs/ as the repository's,
+ * with one more collectives preset, NAME.yaml = text. */
+static void release_root(char root[64], const char *name, const char *text)
+{
+	char cwd[512], cmd[2048], path[256];
+
+	tmpdir_make(root);
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir -p configs/collectives && "
+		 "for d in '%s'/configs/*; do [ \"${d##*/}\" = collectives ] || "
+		 "ln -s \"$d\" configs/; done && ln -s '%s'/configs/collectives/* "
+		 "configs/collectives/", root, cwd, cwd);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "configs/collectives/%s.yaml", name);
+	write_file(path, root, cmd, text, strlen(text));
+}
+
+/* Table bad.yaml (head + HEAD ROWS, on dgx-h200) read against a data
+ * root with release NAME = text: valid_collectives' return. */
+static int read_release(const char *head, const char *text)
+{
+	char root[64], dir[64], path[256], doc[1024];
+	struct config_ctx cx = {&A, &C.d, NULL};
+	struct valid_set set;
+	int len, rc;
+
+	release_root(root, "t-rel", text);
+	cx.data_root = root;
+	memset(&set, 0, sizeof(set));
+	tmpdir_make(dir);
+	len = snprintf(doc, sizeof(doc), "%s" HEAD ROWS, head);
+	write_file(path, dir, "bad.yaml", doc, (size_t)len);
+	rc = valid_collectives(&set, &cx, dir);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+	tmpdir_remove(root);
+	return rc;
+}
+
+/* A release's quoted scalar stays a string: pxn "false" is refused as
+ * in a system file (--set 'collectives.pxn="false"': "expected true or
+ * false, got 'false' (a quoted string"); it went into the --set
+ * unquoted and ran as pxn false. A quoted list item with a comma stays
+ * one item: ["ring, tree"] is one unknown name, not two known ones. */
+Test(valid_coll, a_releases_quoted_scalars_stay_strings)
+{
+	cr_assert_eq(read_release("id: Q\ncollectives: t-rel\n",
+				  "preset: nccl\nname: t-rel\n"
+				  "pxn: \"false\"\n"), -1);
+	cr_assert_has(capture_text(&C), "expected true or false, got 'false' "
+		      "(a quoted string");
+	cr_assert_eq(read_release("id: L\ncollectives: t-rel\n",
+				  "preset: nccl\nname: t-rel\n"
+				  "pxn: false\n"), 0, "%s", capture_text(&C));
+	/* nccl.yaml's sm90SpeedArrayIntra with "40, 30" quoted as one
+	 * item: refused as one, not read as 40 and 30 */
+	cr_assert_eq(read_release("id: S\ncollectives: t-rel\n",
+				  "preset: nccl\nname: t-rel\nalgorithms:\n"
+				  "  nvls:\n    select_speeds: [60, 50, \"40, "
+				  "30\", 24, 20, 15, 12, 11, 6, 3]\n"), -1);
+	cr_assert_has(capture_text(&C), "select_speeds[2]': expected an "
+		      "integer such as 8, got '40, 30'");
+}
+
+/* The key limit is what the message says: 64 keys are read (here
+ * unknown ones, refused by the schema), 65 are "more than 64" (the
+ * message said 60 while 63 or 64 were taken). */
+Test(valid_coll, a_releases_key_limit_is_the_messages)
+{
+	char text[2048];
+	int k, len, n;
+
+	for (n = 64; n <= 65; n++) {
+		len = snprintf(text, sizeof(text), "preset: nccl\n"
+			       "name: t-rel\n");
+		for (k = 0; k < n; k++)
+			len += snprintf(text + len, sizeof(text) - (size_t)len,
+					"k%d: 1\n", k);
+		cr_assert_eq(read_release("id: K\nnodes: 1\ncollectives: "
+					  "t-rel\n", text), -1);
+		if (n == 64)
+			cr_assert(strstr(capture_text(&C), "more than") == NULL,
+				  "%s", capture_text(&C));
+		else
+			cr_assert_has(capture_text(&C), "a release preset of "
+				      "more than 64 keys");
+	}
+}
