@@ -16,6 +16,13 @@ const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
 const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
 const char *const engine_adp_admit_names[] = {"pooled", "rank", NULL};
+
+/* attention_dp_config's defaults (llmapi/llm_args.py AttentionDpConfig:
+ * timeout_iters 50, batching_wait_iters 10), as the keys' .def text. */
+#define ADP_TIMEOUT_ITERS_DEF 50
+#define ADP_BATCHING_WAIT_ITERS_DEF 10
+#define DEF_TEXT_(x) #x
+#define DEF_TEXT(x) DEF_TEXT_(x)
 const char *const engine_quant_fusion_names[] = {"none", "norm_act", "all",
 						 NULL};
 const char *const engine_moe_kernels_names[] = {"generic", "cutlass", NULL};
@@ -557,11 +564,12 @@ static const struct schema_field engine_fields[] = {
 		  "(hold context requests until every rank has one, "
 		  "adp_timeout_iters at most)" },
 	{ .key = "adp_timeout_iters", .type = ST_INT,
-	  .offset = OFF(adp_timeout_iters), .min = 0, .max = 1e9, .def = "50",
+	  .offset = OFF(adp_timeout_iters), .min = 0, .max = 1e9,
+	  .def = DEF_TEXT(ADP_TIMEOUT_ITERS_DEF),
 	  .help = "trtllm adp_balance: attention_dp_config timeout_iters" },
 	{ .key = "adp_batching_wait_iters", .type = ST_INT,
 	  .offset = OFF(adp_batching_wait_iters), .min = 0, .max = 1e9,
-	  .def = "10",
+	  .def = DEF_TEXT(ADP_BATCHING_WAIT_ITERS_DEF),
 	  .help = "trtllm adp_balance: attention_dp_config "
 		  "batching_wait_iters" },
 	{ .key = "auto_size", .type = ST_BOOL, .offset = OFF(auto_size),
@@ -596,12 +604,43 @@ static int check_steps(const struct cnode *node, const char *what,
 	return 0;
 }
 
+/* TensorRT-LLM's own scheduler keys: serve_trtllm.c (capacity, the
+ * attention-DP admission and balance) is their only reader, so under
+ * another scheduler a value other than the default would be taken and
+ * never read (adp_balance: true on a vLLM engine ran as without it).
+ * The defaults pass: `config show` prints every key. */
+static const char *trtllm_only_set(const struct engine_spec *e)
+{
+	if (e->capacity != ENGINE_CAP_NO_EVICT)
+		return "capacity";
+	if (e->adp_admit != ENGINE_ADP_POOLED)
+		return "adp_admission";
+	if (e->adp_balance)
+		return "adp_balance";
+	if (e->adp_timeout_iters != ADP_TIMEOUT_ITERS_DEF)
+		return "adp_timeout_iters";
+	if (e->adp_batching_wait_iters != ADP_BATCHING_WAIT_ITERS_DEF)
+		return "adp_batching_wait_iters";
+	return NULL;
+}
+
 static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 {
 	const struct cnode *node = at->map;
 	struct engine_spec *e = obj;
 	const struct cnode *sizes;
 	size_t i;
+
+	if (e->scheduler != ENGINE_SCHED_TRTLLM && trtllm_only_set(e)) {
+		const char *k = trtllm_only_set(e);
+
+		sizes = cnode_get(node, k);
+		cnode_error(d, sizes ? sizes : node, "'%s' is TensorRT-LLM's "
+			    "(scheduler trtllm), but the scheduler is %s, "
+			    "which never reads it: drop the key", k,
+			    engine_scheduler_names[e->scheduler]);
+		return -1;
+	}
 
 	if (e->custom_allreduce && !e->custom_allreduce_lib) {
 		cnode_error(d, node, "'custom_allreduce' is true but "
