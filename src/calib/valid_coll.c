@@ -56,6 +56,7 @@ struct ref {
 	const char *lib;		/* collectives preset (release), or NULL */
 	const struct cnode *lib_at;	/* its key's value, for a note */
 	int off[ALGO_COUNT];		/* 1: disabled_algorithms names it */
+	const struct cnode *off_at;	/* that key's value, for a note */
 	int op;				/* enum coll_op */
 	int gated;			/* 0: `gated: false`, shown only */
 	int algo;			/* enum coll_algo forced, or -1 */
@@ -270,7 +271,8 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			    "hierarchical, nvls, pairwise, p2p, got '%s'", algo);
 		return -1;
 	}
-	if (read_off(cnode_get(doc, "disabled_algorithms"), r, d) != 0)
+	r->off_at = cnode_get(doc, "disabled_algorithms");
+	if (read_off(r->off_at, r, d) != 0)
 		return -1;
 	r->gated = valid_get_bool(doc, "gated", 1, d);
 	if (r->gated < 0)
@@ -567,8 +569,18 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 				       0, 0, 0 };
 		struct net_coll_result p;
 
-		if (net_collective_time(n, &c, &p, cx->diag) != 0 ||
-		    add_row(t, &r, k, &p, cx->diag) != 0)
+		if (net_collective_time(n, &c, &p, cx->diag) != 0) {
+			/* the library left with none it runs for the op:
+			 * say whose list that was */
+			if (r.off_at && !cx->diag->oom)
+				diag_note(cx->diag, r.off_at->file,
+					  r.off_at->line, r.off_at->col,
+					  "'disabled_algorithms' of this "
+					  "table leaves the library none it "
+					  "runs this op with");
+			goto out;
+		}
+		if (add_row(t, &r, k, &p, cx->diag) != 0)
 			goto out;
 		t->rows[t->n - 1].in_sample = valid_is_fitted(set, t->id);
 	}

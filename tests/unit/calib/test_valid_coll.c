@@ -351,3 +351,15 @@ Test(valid_coll, a_releases_key_limit_is_the_messages)
 				      "more than 64 keys");
 	}
 }
+
+/* Every algorithm NCCL runs an all-reduce with off (ring, tree, nvls,
+ * nvls_tree; nccl.yaml offers it no other): exit 2 with the fabric's
+ * error, and a note at the table's key says whose list left none (it
+ * named no file). */
+Test(valid_coll, disabled_algorithms_leaving_none_are_named)
+{
+	expect_bad("id: BAD\ndisabled_algorithms: [ring, tree, nvls, "
+		   "nvls_tree]\n", HEAD ROWS, "bad.yaml:2:22: note: "
+		   "'disabled_algorithms' of this table leaves the library "
+		   "none it runs this op with");
+}
