@@ -193,8 +193,9 @@ double bk_load(const void *buf, enum bk_dtype dt, size_t i);
 
 /* The alltoallv pattern: elements rank src sends to dst, for ranks p and
  * a total of n elements per rank (the case's count: every rank sends and
- * receives the size, as in rccl-tests' and nccl-tests' alltoallv) (sum over dst = n for every src, and
- * sum over src = n for every dst: a Latin-square skew 1..p). */
+ * receives the size, as in rccl-tests' and nccl-tests' alltoallv; sum
+ * over dst = n for every src, and sum over src = n for every dst: a
+ * Latin-square skew 1..p). */
 size_t bk_a2av_count(size_t n, int p, int src, int dst);
 
 /* Buffer sizes (elements) of c's op over p ranks (bk_data.c). */
