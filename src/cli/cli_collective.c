@@ -258,9 +258,6 @@ enum {
 	OPT_GATE, OPT_GROUP, OPT_TESTER,
 };
 
-const char *const coll_tester_names[TESTER_COUNT + 1] = {
-	"elements", "nccl-tests", "rccl-tests", NULL,
-};
 
 /* The options of dispatch and combine (getopt_long's c, its optarg):
  * CLI_OK, CLI_USAGE, or 1 when c is none of them. */

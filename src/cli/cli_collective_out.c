@@ -52,6 +52,10 @@ const char *coll_op_name(const struct opts *o)
 	return coll_op_names[o->op];
 }
 
+const char *const coll_tester_names[TESTER_COUNT + 1] = {
+	"elements", "nccl-tests", "rccl-tests", NULL,
+};
+
 /* Whether the rows' sizes follow a tester's per-rank rounding (--tester):
  * all-gather, reduce-scatter and all-to-all, not dispatch / combine. */
 static int split_op(const struct opts *o)
