@@ -224,32 +224,19 @@ static int set_num(cJSON *o, const char *key, double v)
 	return cJSON_AddItemToObject(o, key, n) ? 0 : (cJSON_Delete(n), -1);
 }
 
-/* A protocol 1 point in protocol 2's terms (bk_main.c BK_PROTOCOL). Its
- * all-gather, reduce-scatter and all-to-all count was the buffer's
- * elements: now the call's per rank (count / ranks, nccl-tests'
- * paramcount). Its all-to-all-v sent size / ranks from each rank in
- * all (the backend's old pattern): now the size is what each rank
- * sends, so size, count (per rank) and the rates over the same time
- * are divided by the ranks. The line --json prints is changed with it.
+/* A protocol 1 point in protocol 2's terms (bk_main.c BK_PROTOCOL;
+ * store_meas_from_v1: a split op's count per rank, an all-to-all-v's
+ * size what each rank sends), the line --json prints changed with it.
  * 0, or -1 out of memory. */
 static int from_protocol1(struct store_meas_row *r, cJSON *o)
 {
-	double p = r->ranks;
-
-	if (!strcmp(r->op, "allgather") || !strcmp(r->op, "reducescatter") ||
-	    !strcmp(r->op, "alltoall"))
-		r->count /= p;
-	else if (!strcmp(r->op, "alltoallv")) {
-		r->size_B /= p;
-		r->count /= p * p;
-		r->algbw_Bps /= p;
-		r->busbw_Bps /= p;
-		if (set_num(o, "bytes", r->size_B) ||
-		    set_num(o, "algbw_GBps", r->algbw_Bps / 1e9) ||
-		    set_num(o, "busbw_GBps", r->busbw_Bps / 1e9))
-			return -1;
-	} else
+	if (!store_meas_from_v1(r))
 		return 0;
+	if (!strcmp(r->op, "alltoallv") &&
+	    (set_num(o, "bytes", r->size_B) ||
+	     set_num(o, "algbw_GBps", r->algbw_Bps / 1e9) ||
+	     set_num(o, "busbw_GBps", r->busbw_Bps / 1e9)))
+		return -1;
 	return set_num(o, "count", r->count);
 }
 

@@ -628,6 +628,7 @@ struct store *store_new(const char *path, int busy_ms, struct diag *d)
 		return NULL;
 	}
 	st->busy_ms = busy_ms;
+	st->version = store_schema_version();
 	return st;
 }
 

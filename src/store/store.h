@@ -158,6 +158,15 @@ struct store_meas_row {
 	const char *check;		/* "ok", "wrong", "skipped" */
 };
 
+/* A point in the backends' protocol 1 terms (every row stored before
+ * schema 10) put in the current ones (docs/results-store.md): an
+ * all-gather's, reduce-scatter's or all-to-all's count / ranks (the
+ * buffer's elements -> per rank); an all-to-all-v, which sent size /
+ * ranks from each rank, takes that size, count / ranks^2 and its rates
+ * / ranks. Migration 10 does the same in SQL; measure --import reads
+ * protocol 1 lines through it. 1 when r changed, else 0. */
+int store_meas_from_v1(struct store_meas_row *r);
+
 /* Store one measure run with its points (one transaction). The run id,
  * or -1 after reporting. */
 int64_t store_put_measure(struct store *st, const struct store_run *run,

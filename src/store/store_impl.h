@@ -25,6 +25,9 @@ struct store {
 	sqlite3 *db;
 	char *path;			/* as given, for diagnostics */
 	int busy_ms;			/* ms to wait for another writer */
+	int version;			/* the schema's: read as it is by a
+					   reader (store_open_readonly), the
+					   latest once migrated */
 	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
 	sqlite3_stmt *commit;
 	sqlite3_stmt *rollback;

@@ -290,8 +290,29 @@ static void free_rows(struct store_meas_row *rows, uint32_t n)
 	mem_free(rows);
 }
 
-/* One point from the row s is on; -1 when out of memory. */
-static int read_point(sqlite3_stmt *s, struct store_meas_row *r)
+int store_meas_from_v1(struct store_meas_row *r)
+{
+	double p = r->ranks;
+
+	if (!strcmp(r->op, "allgather") || !strcmp(r->op, "reducescatter") ||
+	    !strcmp(r->op, "alltoall")) {
+		r->count /= p;
+		return 1;
+	}
+	if (strcmp(r->op, "alltoallv") != 0)
+		return 0;
+	r->size_B /= p;
+	r->count /= p * p;
+	r->algbw_Bps /= p;
+	r->busbw_Bps /= p;
+	return 1;
+}
+
+/* One point from the row s is on, in the current terms (a database a
+ * reader did not migrate: store_meas_from_v1 before schema 10); -1 when
+ * out of memory. */
+static int read_point(const struct store *st, sqlite3_stmt *s,
+		      struct store_meas_row *r)
 {
 	r->op = mem_strdup(col_text(s, 0));
 	r->type = mem_strdup(col_text(s, 1));
@@ -310,7 +331,11 @@ static int read_point(sqlite3_stmt *s, struct store_meas_row *r)
 	r->algbw_Bps = col_num(s, 14);
 	r->busbw_Bps = col_num(s, 15);
 	r->rate = col_num(s, 16);
-	return r->op && r->type && r->check ? 0 : -1;
+	if (!r->op || !r->type || !r->check)
+		return -1;
+	if (st->version < 10)
+		store_meas_from_v1(r);
+	return 0;
 }
 
 /* Every point of run id into *out (mem_alloc'd); the count, or -1. */
@@ -331,7 +356,7 @@ static int64_t read_points(struct store *st, sqlite3_stmt *s, int64_t id,
 			rows = more;
 		}
 		memset(&rows[n], 0, sizeof(rows[n]));
-		if (read_point(s, &rows[n++]) != 0)
+		if (read_point(st, s, &rows[n++]) != 0)
 			goto oom;
 	}
 	sqlite3_reset(s);

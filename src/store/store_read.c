@@ -263,6 +263,7 @@ struct store *store_open_readonly(const char *path, struct diag *d)
 		store_close(st);
 		return NULL;
 	}
+	st->version = version;
 	if (version < store_schema_version())
 		diag_note(d, path, 0, 0, "schema version %d, older than this "
 			  "llmsim's %d: the views added since are missing "

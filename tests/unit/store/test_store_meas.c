@@ -232,6 +232,25 @@ Test(store, validation_rows_and_view)
 	sf_assert_no_leaks();
 }
 
+/* The first three points of a run: size, count, algbw, busbw. */
+struct rows3 {
+	double r[3][4];
+};
+
+static int take3(void *ctx, const struct store_meas_run *run)
+{
+	struct rows3 *g = ctx;
+	uint32_t i;
+
+	for (i = 0; i < 3 && i < run->nrows; i++) {
+		g->r[i][0] = run->rows[i].size_B;
+		g->r[i][1] = run->rows[i].count;
+		g->r[i][2] = run->rows[i].algbw_Bps;
+		g->r[i][3] = run->rows[i].busbw_Bps;
+	}
+	return 0;
+}
+
 /* Rows stored before schema 10 are protocol 1's (src/store/
  * store_schema.c, migration 10): on 2 ranks, an all-gather of 8 KiB
  * float carried count 2048 (the buffer's elements) and reads 1024 (per
@@ -264,6 +283,27 @@ Test(store, schema_10_puts_old_counts_per_rank)
 		sf_raw_exec(db, "UPDATE meta SET value = '9' WHERE key = "
 			    "'schema_version'");
 		sqlite3_close(db);
+	}
+	/* A reader leaves the file at 9 and reads the rows as migrated. */
+	{
+		struct sf_capture c;
+		struct rows3 got;
+
+		sf_cap_init(&c);
+		memset(&got, 0, sizeof(got));
+		st = store_open_readonly(sf_db_path, &c.d);
+		cr_assert_not_null(st);
+		cr_assert_eq(store_each_measure(st, 0, take3, &got, &c.d), 1);
+		store_close(st);
+		sf_cap_release(&c);
+		cr_assert_eq(sf_sql_int(sf_db_path, "SELECT count FROM "
+					"measurements WHERE idx = 0"), 2048);
+		cr_assert_float_eq(got.r[0][1], 1024, 1e-9);
+		cr_assert_float_eq(got.r[1][0], 4096, 1e-9);
+		cr_assert_float_eq(got.r[1][1], 512, 1e-9);
+		cr_assert_float_eq(got.r[1][2], 4096 / 100e-6, 1e-3);
+		cr_assert_float_eq(got.r[1][3], 2048 / 100e-6, 1e-3);
+		cr_assert_float_eq(got.r[2][1], 262144, 1e-9);
 	}
 	store_close(sf_open_ok(sf_db_path));	/* migrates 9 -> 10 */
 	sf_sql_text(sf_db_path, "SELECT group_concat(op || ' ' || size_B || "
