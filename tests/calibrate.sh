@@ -92,6 +92,14 @@ inside=$(sed -n 's/^  \([0-9]*\) of \([0-9]*\) measured values inside.*/\1 \2/p'
 echo "$inside" | awk '{ exit !($2 > 0 && $1 >= 0.75 * $2) }' ||
 	bad "held-out values inside their 95 % intervals: '$inside', expected >= 3/4"
 grep -q '(in-sample' "$tmp/after" && bad "held-out rows reported in-sample"
+# The calibration file itself as --system (validate --help: "a preset, a
+# file, a calibration") is its system with it applied: the same rows and
+# intervals as the two-line system file (it failed on 'overlay': unknown
+# key, exit 2).
+"$llmsim" validate --kind measured --db "$tmp/h.db" --run 2 --system "$tmp/half.yaml" \
+	--no-store >"$tmp/after2" 2>&1 || { bad "validate --system CALIBRATION: exit $?"; head -3 "$tmp/after2"; }
+[ "$(grep -v '^==' "$tmp/after" | grep -v 'llmsim: ')" = "$(grep -v '^==' "$tmp/after2" | grep -v 'llmsim: ')" ] &&
+	grep -q 'inside' "$tmp/after2" || bad "validate --system CALIBRATION differs from its system file"
 
 # 4. Error bars on a step: a calibrated DGX H100.
 "$llmsim" collective --system dgx-h100 --set scale_up.link.sustained=0.8 \

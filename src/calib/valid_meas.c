@@ -33,6 +33,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "config/cnode.h"
 #include "config/config.h"
 #include "config/spec_collectives.h"
 #include "config/spec_system.h"
@@ -485,6 +486,44 @@ static void oversubscribed(struct valid_table *t,
 		}
 }
 
+/* --system FILE where FILE is what `llmsim calibrate` writes (an
+ * `overlay:` of a system's keys and the `system:` it was fitted for):
+ * that system with the calibration applied, as validate --help says
+ * ("a preset, a file, a calibration"). It went to config_load as a
+ * system file and failed on 'overlay': unknown key. The system's name
+ * into *name and "calibration=FILE" into *set; 0 when path is no such
+ * file (then it is a preset or a system file), -1 out of memory. */
+static int calib_as_system(struct config_ctx *cx, const char *path,
+			   const char **name, const char **set)
+{
+	const struct cnode *doc, *sys;
+	struct diag quiet;
+	FILE *f;
+
+	if (!strchr(path, '/') && !strstr(path, ".yaml") &&
+	    !strstr(path, ".yml"))
+		return 0;	/* a preset name */
+	if (!(f = fopen(path, "r")))
+		return 0;
+	fclose(f);
+	diag_init(&quiet, NULL);	/* config_load reports a bad file */
+	doc = cnode_load_yaml(cx->arena, path, &quiet);
+	if (quiet.oom) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	if (!doc || doc->kind != CNODE_MAP || !cnode_get(doc, "overlay") ||
+	    !(sys = cnode_get(doc, "system")) || sys->kind != CNODE_SCALAR ||
+	    !sys->text[0])
+		return 0;
+	*name = sys->text;
+	if (!(*set = arena_printf(cx->arena, "calibration=%s", path))) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	return 1;
+}
+
 static int one_run(void *ctx, const struct store_meas_run *run)
 {
 	struct meas_ctx *m = ctx;
@@ -505,8 +544,27 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 			(long long)run->id);
 		return 0;
 	}
-	if ((n = valid_run_sets(cx, run, &sets)) < 0 ||
-	    !(t = valid_table_add(m->set, VK_MEASURED, cx->diag)) ||
+	if ((n = valid_run_sets(cx, run, &sets)) < 0)
+		return -1;
+	if (m->o->system) {
+		const char *name = NULL, *cal = NULL, **more;
+		int c = calib_as_system(cx, m->o->system, &name, &cal);
+
+		if (c < 0)
+			return -1;
+		if (c > 0) {	/* the run's sets, then the calibration */
+			if (!(more = arena_alloc(cx->arena, ((size_t)n + 1) *
+						 sizeof(*more)))) {
+				diag_oom(cx->diag);
+				return -1;
+			}
+			memcpy(more, sets, (size_t)n * sizeof(*more));
+			more[n++] = cal;
+			sets = more;
+			system = name;
+		}
+	}
+	if (!(t = valid_table_add(m->set, VK_MEASURED, cx->diag)) ||
 	    !(pred_s = mem_alloc((run->nrows + 1) * sizeof(double))))
 		return -1;
 	title(t, run, system, m->o->use_min);
