@@ -359,11 +359,17 @@ static int reach_cons(struct mm *m, mm_id c)
 static int reach_var(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
-	uint32_t i;
+	const struct elem *el = x->elems;
+	const struct cons *cons = m->cons;
+	const uint32_t *busy = m->busy;
+	uint32_t *cmark = m->cmark, epoch = m->epoch, n = x->nelems, i, nc;
+	double most;
+	mm_id *cc;
+	int prune = m->prune;
 
-	if (m->vmark[v] == m->epoch)
+	if (m->vmark[v] == epoch)
 		return 0;
-	m->vmark[v] = m->epoch;
+	m->vmark[v] = epoch;
 	if (mm_vec_push(&m->cv, v) != 0)
 		return -1;
 	/* fill_start()'s reset of the variable, done while its record is
@@ -372,8 +378,19 @@ static int reach_var(struct mm *m, mm_id v)
 	x->new_Bps = 0;
 	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
 		return -1;
-	for (i = 0; i < x->nelems; i++) {
-		const struct elem *e = &x->elems[i];
+	/* Room for all its constraints first, so that the walk below holds
+	 * the list's end, the marks, the epoch and the flag in registers
+	 * (reach_cons()'s push, a store that may grow the list, made the
+	 * compiler load them again for every element: a DeepEP source's
+	 * flow has ~108). The same constraints, in the same order. */
+	while (m->cc.cap - m->cc.n < n)
+		if (mm_vec_grow(&m->cc) != 0)
+			return -1;
+	cc = m->cc.v;
+	nc = m->cc.n;
+	most = x->alone_Bps * SPARE_MARGIN;
+	for (i = 0; i < n; i++) {
+		mm_id c = el[i].cons;
 
 		/* A link only this variable uses, looser than its rate
 		 * alone: fill_start() would set it aside, and it would be
@@ -384,13 +401,16 @@ static int reach_var(struct mm *m, mm_id v)
 		 * them its own.) The dense counts and marks (busy is the
 		 * list's length here: removals are unlinked) spare the
 		 * walk the constraint's line, read once in fill_start(). */
-		if (m->prune && m->busy[e->cons] == 1 &&
-		    m->cons[e->cons].cap_Bps / e->coef >
-		    x->alone_Bps * SPARE_MARGIN)
+		if (prune && busy[c] == 1 &&
+		    cons[c].cap_Bps / el[i].coef > most)
 			continue;
-		if (reach_cons(m, e->cons) != 0)
-			return -1;
+		/* reach_cons(), inline */
+		if (cmark[c] == epoch)
+			continue;
+		cmark[c] = epoch;
+		cc[nc++] = c;
 	}
+	m->cc.n = nc;
 	return 0;
 }
 
