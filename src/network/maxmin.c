@@ -503,6 +503,7 @@ static int fill_start(struct mm *m)
 	 * shared by many flows), reading each one's rate alone is all it
 	 * would do. Either way the rates are the same. */
 	int prune = m->prune && m->cc.n > m->cv.n;
+	const struct var *vars = m->vars;
 	uint64_t least;
 
 	if (heap_reserve(m, total) != 0)
@@ -525,18 +526,23 @@ static int fill_start(struct mm *m)
 				m->cons[m->cc.v[i + SAT_AHEAD / 2]].list);
 		double most = 0;	/* B/s, the largest rate alone */
 		double usage = 0;
+		const struct centry *l = c->list;
+		uint32_t nl = c->n;
 
 		/* One walk of the list for both sums (usage adds up in
-		 * list order as before). */
-		for (k = 0; k < c->n; k++) {
-			usage += c->list[k].coef;
-			if (prune) {
-				double alone =
-					m->vars[c->list[k].var].alone_Bps;
+		 * list order as before); a loop for each case, so that the
+		 * walk tests no flag. */
+		if (prune) {
+			for (k = 0; k < nl; k++) {
+				double alone = vars[l[k].var].alone_Bps;
 
+				usage += l[k].coef;
 				if (alone > most)
 					most = alone;
 			}
+		} else {
+			for (k = 0; k < nl; k++)
+				usage += l[k].coef;
 		}
 		c->left_Bps = c->cap_Bps;
 		c->usage = usage;
