@@ -359,33 +359,34 @@ static int reach_cons(struct mm *m, mm_id c)
 static int reach_var(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
-	const struct elem *el = x->elems;
-	const struct cons *cons = m->cons;
-	const uint32_t *busy = m->busy;
-	uint32_t *cmark = m->cmark, epoch = m->epoch, n = x->nelems, i, nc;
+	const struct elem *el;
+	const struct cons *cons;
+	const uint32_t *busy;
+	uint32_t *cmark, epoch = m->epoch, n, i, nc;
 	double most;
 	mm_id *cc;
-	int prune = m->prune;
+	int prune;
 
 	if (m->vmark[v] == epoch)
 		return 0;
 	m->vmark[v] = epoch;
-	if (mm_vec_push(&m->cv, v) != 0)
-		return -1;
-	/* fill_start()'s reset of the variable, done while its record is
-	 * at hand (it is read again only when the variable is fixed) */
-	m->vfixed[v] = 0;
-	x->new_Bps = 0;
-	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
-		return -1;
+	n = x->nelems;
 	/* Room for all its constraints first, so that the walk below holds
 	 * the list's end, the marks, the epoch and the flag in registers
 	 * (reach_cons()'s push, a store that may grow the list, made the
 	 * compiler load them again for every element: a DeepEP source's
-	 * flow has ~108). The same constraints, in the same order. */
+	 * flow has ~108), and the pushes that may call come after it (the
+	 * values the walk holds would otherwise be kept across those calls,
+	 * on the stack). The same constraints, variables and bounds, in the
+	 * same order. */
 	while (m->cc.cap - m->cc.n < n)
 		if (mm_vec_grow(&m->cc) != 0)
 			return -1;
+	el = x->elems;
+	cons = m->cons;
+	busy = m->busy;
+	cmark = m->cmark;
+	prune = m->prune;
 	cc = m->cc.v;
 	nc = m->cc.n;
 	most = x->alone_Bps * SPARE_MARGIN;
@@ -411,6 +412,14 @@ static int reach_var(struct mm *m, mm_id v)
 		cc[nc++] = c;
 	}
 	m->cc.n = nc;
+	if (mm_vec_push(&m->cv, v) != 0)
+		return -1;
+	/* fill_start()'s reset of the variable, done while its record is
+	 * at hand (it is read again only when the variable is fixed) */
+	m->vfixed[v] = 0;
+	x->new_Bps = 0;
+	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
+		return -1;
 	return 0;
 }
 
