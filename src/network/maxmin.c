@@ -468,11 +468,16 @@ static int collect(struct mm *m)
 	 * constraints of each are in cc already. */
 	for (i = 0; i < m->cc.n && m->cv.n < m->live; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
+		/* in locals: reach_var() changes none of them, but the
+		 * compiler would load them again after each call */
+		const struct centry *l = c->list;
+		const uint32_t *vmark = m->vmark;
+		uint32_t nl = c->n, epoch = m->epoch;
 
 		/* most entries lead to a variable already reached */
-		for (k = 0; k < c->n; k++)
-			if (m->vmark[c->list[k].var] != m->epoch &&
-			    reach_var(m, c->list[k].var) != 0)
+		for (k = 0; k < nl; k++)
+			if (vmark[l[k].var] != epoch &&
+			    reach_var(m, l[k].var) != 0)
 				return -1;
 	}
 	return 0;
