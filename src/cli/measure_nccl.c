@@ -237,7 +237,9 @@ static int row(struct run *r, const char *line, const char *where,
 
 	snprintf(buf, sizeof(buf), "%s", line);
 	n = split(buf, tok);
-	if (n < 11 || !whole(tok[0], &size) || !whole(tok[1], &count))
+	/* 11 (no redop / root) or 13 columns; a longer line is not a row */
+	if (n < 11 || n >= MAX_TOK || strlen(line) >= sizeof(buf) ||
+	    !whole(tok[0], &size) || !whole(tok[1], &count))
 		return 0;
 	if (!number(tok[n - 8], &t) || !number(tok[n - 7], &alg) ||
 	    !number(tok[n - 6], &bus) || t <= 0 ||
