@@ -1,0 +1,73 @@
+#!/bin/sh
+# completion.sh - the bash completion `llmsim help --bash-completion`
+# writes (src/cli/cli_doc.c), loaded in bash and asked as bash asks it
+# (COMP_WORDS, COMP_CWORD), with the llmsim under test first in PATH:
+#   - presets after --system and for run/plan JOB (`config list KIND`
+#     prints bare names: the completion used to keep only indented lines
+#     and offered none), and for `config show` (`config list`: indented
+#     names under "kind:" headings)
+#   - validate --kind offers validate's kinds, config --kind the config
+#     kinds, `config list|help` the config kinds
+#   - collective --op and measure --op their own ops; measure's --m/--n/--k
+#   - --objective, --dispatcher
+# Quiet on success; one line per failure.
+#
+# Environment: LLMSIM (the binary; default build/llmsim).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+LLMSIM=${LLMSIM:-build/llmsim}
+. "$here/lib.sh"
+use_checkout_data
+command -v bash >/dev/null || { echo "completion: SKIP: no bash"; exit 0; }
+mkdir -p "$tmp/bin"
+ln -s "$llmsim" "$tmp/bin/llmsim"
+"$llmsim" help --bash-completion >"$tmp/comp.bash" ||
+	{ echo "FAIL: llmsim help --bash-completion"; exit 1; }
+bash -n "$tmp/comp.bash" || bad "the completion does not parse"
+
+# offered WORD...: what the completion offers for the command line WORDs
+# (the last one is the word being completed), one a line, sorted.
+offered() {
+	PATH=$tmp/bin:$PATH bash -c '. "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _llmsim
+		printf "%s\n" "${COMPREPLY[@]}"' - "$tmp/comp.bash" "$@" | sort
+}
+# has WORD EXPECTED...: every EXPECTED is offered for llmsim WORD...
+has() {
+	_line=$1
+	shift
+	# shellcheck disable=SC2086
+	offered llmsim $_line >"$tmp/got"
+	for _w in "$@"; do
+		grep -qx -- "$_w" "$tmp/got" ||
+			bad "'llmsim $_line': '$_w' not offered (got: $(tr '\n' ' ' <"$tmp/got"))"
+	done
+}
+# lacks WORD UNEXPECTED...
+lacks() {
+	_line=$1
+	shift
+	# shellcheck disable=SC2086
+	offered llmsim $_line >"$tmp/got"
+	for _w in "$@"; do
+		grep -qx -- "$_w" "$tmp/got" && bad "'llmsim $_line': '$_w' offered"
+	done
+}
+
+has "collective --system dgx-h1" dgx-h100
+has "run llama3.1-405b" llama3.1-405b-16k llama3.1-405b-131k
+has "plan deepseek" deepseek-v3-2048
+has "config show qwen3-3" qwen3-30b-a3b qwen3-32b
+lacks "config show g" "gpu:"
+has "validate --kind l" latency
+lacks "validate --kind g" gpu
+has "config show x --kind e" engine ep_comm
+has "config list e" engine ep_comm
+has "config help f" fabric framework
+has "collective --op d" dispatch
+lacks "collective --op g" gemm
+has "measure --op g" gemm
+has "measure --" --m --n --k --backend
+has "plan --objective c" cost
+has "collective --dispatcher deep" deepep deepep-ll
+exit $fail
