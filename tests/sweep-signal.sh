@@ -6,7 +6,10 @@
 #     "K of N points in" and "interrupted by INT after K of N points;
 #     every finished point is stored in DB",
 #   - K is what the database holds (stored points are whole), and
-#   - the same command again resumes: K resumed, the rest ran, N stored.
+#   - the same command again resumes: K resumed, the rest ran, N stored,
+#     and says nothing of other builds; once 3 stored runs say another
+#     llmsim computed them, a resume says so (their numbers are kept:
+#     a point is keyed by its resolved job, not by the build).
 # -j 2 with SIGINT, -j 1 with SIGTERM. A shell starts a background job
 # with SIGINT ignored (and the sweep keeps an ignored SIGINT ignored, as
 # nohup wants): the INT case runs under `env --default-signal=INT`
@@ -66,6 +69,8 @@ stop() {
 		bad "$sig: resume: $(tail -1 "$tmp/err")"
 	[ "$(q "$db" "SELECT count(*) FROM sweep_points")" = 160 ] ||
 		bad "$sig: after resume: $(q "$db" "SELECT count(*) FROM sweep_points") of 160 points"
+	grep -q "another llmsim" "$tmp/err" &&
+		bad "$sig: resume with one build: $(grep 'another llmsim' "$tmp/err")"
 }
 
 stop TERM 143 1
@@ -74,4 +79,12 @@ if env --default-signal=INT true 2>/dev/null; then
 else
 	echo "sweep-signal: SKIP the SIGINT case: env has no --default-signal"
 fi
+
+# A resume over points another build computed says so.
+q "$tmp/TERM.db" "UPDATE runs SET llmsim_version = '0.0.1+old' WHERE id IN (SELECT run_id FROM sweep_points ORDER BY idx LIMIT 3)"
+"$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/TERM.db" >/dev/null 2>"$tmp/err" ||
+	bad "resume over another build: $(tail -1 "$tmp/err")"
+version=$("$llmsim" --version | cut -d' ' -f2)
+grep -q "^sweep long: 3 of these points were simulated by another llmsim (0.0.1+old; this is $version) and kept as stored" "$tmp/err" ||
+	bad "resume over another build: $(cat "$tmp/err")"
 exit $fail
