@@ -14,6 +14,13 @@
 #   - more: x = training.seq_len (4 values); global_batch_size x
 #     micro_batch_size = 3 x 3 = 9 combinations, 8 drawn: the note says
 #     1 more combination (it used to count points: 4).
+#   - zipx's heat map is over nodes and micro_batch_size, not nodes and
+#     dp (a zip partner: a diagonal of 3 cells).
+# And the jobs section with a decode job beside a training job: the
+# decode row says what its step is, and its memory bar has the KV cache
+# pool (the rest of its peak: 64.5 GB of 75.9 here) that the five parts
+# v_runs has leave out (the bar used to stop at 11.4 GB); the training
+# row's parts are its peak (no such segment).
 # Quiet on success; one line per failure.
 #
 # Environment: LLMSIM (the binary; default build/llmsim).
@@ -58,6 +65,12 @@ done
 "$llmsim" report --db "$tmp/r.db" -o "$tmp/r.html" 2>"$tmp/err" ||
 	bad "report: $(cat "$tmp/err")"
 
+"$llmsim" run "$job" --db "$tmp/r.db" >/dev/null 2>&1 || bad "run default"
+"$llmsim" run decode-llama3-70b-h100-fp8 --db "$tmp/r.db" >/dev/null 2>&1 ||
+	bad "run decode-llama3-70b-h100-fp8"
+"$llmsim" report --db "$tmp/r.db" -o "$tmp/r.html" 2>"$tmp/err" ||
+	bad "report: $(cat "$tmp/err")"
+
 # section NAME: the page's lines from "<h3>Sweep NAME" to the next sweep.
 section() {
 	awk -v h="<h3>Sweep $1</h3>" '$0 == h { on = 1; next }
@@ -89,4 +102,16 @@ n=$(legend more | wc -l)
 [ "$n" = 8 ] || bad "more: $n series drawn, expected 8"
 section more | grep -q '<p class="note">1 more combinations of the other axes are not drawn' ||
 	bad "more: note $(section more | grep -o 'note">[0-9]* more combinations')"
+section zipx | grep -q 'zipx: fastest step time over system.nodes and training.micro_batch_size<' ||
+	bad "zipx: heat map $(section zipx | grep -o 'zipx: fastest step time over [^<]*')"
+
+# The jobs section: the decode row's KV cache, as v_runs' numbers give it.
+db=$tmp/r.db
+kv=$(sqlite3 "$db" "SELECT printf('%.4g', (peak_bytes_per_gpu - weights_bytes - activations_bytes - workspace_bytes - coalesce(gradients_bytes, 0) - coalesce(optimizer_bytes, 0)) / 1e9) FROM v_runs WHERE job = 'decode-llama3-70b-h100-fp8'")
+grep -q "<title>decode-llama3-70b-h100-fp8 (decode step): 8 x h100, tp 8 pp 1 dp 1$" "$tmp/r.html" ||
+	bad "jobs: no decode row labelled '(decode step)'"
+grep -q "^KV cache (the rest of the peak): $kv GB (peak " "$tmp/r.html" ||
+	bad "jobs: no KV cache segment of $kv GB for the decode job"
+[ "$(grep -c '^KV cache (the rest of the peak)' "$tmp/r.html")" = 1 ] ||
+	bad "jobs: $(grep -c '^KV cache (the rest of the peak)' "$tmp/r.html") KV cache segments, expected 1 (the training job has none)"
 exit $fail

@@ -13,7 +13,8 @@
  * a zip group: system.nodes beside parallelism.dp) is not a series'
  * value, or each of its points would be a series of its own.
  *
- * Heat map. Over the x axis and the other axis with the most values;
+ * Heat map. Over the x axis and the other axis with the most values
+ * that does not follow x's (none: no heat map);
  * a cell is the fastest step among the points with those two values
  * (any values of the remaining axes: the tooltip names the point).
  * Brighter is faster, on a log scale between the fastest and slowest
@@ -654,10 +655,13 @@ static int one_sweep(struct rep *R, const char *name)
 	xk = pick_x(&s);
 	if (curves(&s, xk) != 0)
 		goto oom;
-	for (yk = k = 0; k < s.nax; k++)
-		if (k != xk && (yk == xk || s.ax[k].n > s.ax[yk].n))
+	/* y: the other axis with the most values, not one that follows x
+	 * (a zip partner would fill the diagonal only) */
+	for (yk = xk, k = 0; k < s.nax; k++)
+		if (k != xk && s.ax[k].n > 1 && !(s.follows && s.follows[k]) &&
+		    (yk == xk || s.ax[k].n > s.ax[yk].n))
 			yk = k;
-	if (s.nax >= 2 && yk != xk)
+	if (yk != xk)
 		heat(&s, xk, yk);
 	if (point_breakdown(&s) != 0)
 		goto oom;
