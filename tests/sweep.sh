@@ -75,6 +75,10 @@ expect2 "$s/bad-top-key.yaml:2:1: error: 'grids': unknown key in a sweep, did yo
 expect2 "$s/bad-no-base.yaml:1:1: error: a sweep needs 'base:'" $s/bad-no-base.yaml
 expect2 "$s/bad-below-value.yaml:3:10: error: 'system.nodes.count': 'system.nodes' is a single value" $s/bad-below-value.yaml
 expect2 "$s/bad-nothing.yaml:1:1: error: nothing to sweep" $s/bad-nothing.yaml
+# A job where the sweep goes: one error that says so (it was one per job
+# key and "a sweep needs 'base:'").
+expect2 "workloads/jobs/default.yaml:10:1: error: this is a job, not a sweep (it has 'model:' and no base:, grid:, zip: or cases:): run it with 'llmsim run workloads/jobs/default.yaml'" workloads/jobs/default.yaml
+[ "$(grep -c error: "$tmp/err")" = 1 ] || bad "sweep JOB.yaml: $(grep -c error: "$tmp/err") errors, expected 1"
 expect2 "--shard:1:1: error: '3/2': shard 3 of 2 does not exist" $s/count.yaml --shard 3/2
 expect2 "--shard:1:1: error: '0/2': I must be a whole number" $s/count.yaml --shard 0/2
 expect2 "--shard:1:3: error: '1/x': N must be" $s/count.yaml --shard 1/x
