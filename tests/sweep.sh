@@ -138,6 +138,23 @@ grep -q "2 points in .*: 0 ran, 2 invalid, 0 failed" "$tmp/err" &&
 	[ "$(q "$tmp/serve.db" "SELECT count(*) FROM sweep_points WHERE reason LIKE '%job is phase serving (run it with llmsim run)%'")" = 2 ] ||
 	bad "serving sweep: $(cat "$tmp/out" "$tmp/err")"
 
+# The table cuts a reason's first line past 160 characters and says so
+# ("...": it cut mid-number before); the database has it whole.
+long=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+cat >"$tmp/longreason.yaml" <<EOS
+name: long_reason
+base: $root/workloads/jobs/default.yaml
+cases:
+  - {system.preset: $long}
+EOS
+"$llmsim" sweep "$tmp/longreason.yaml" --db "$tmp/lr.db" >"$tmp/out" 2>"$tmp/err" ||
+	bad "long reason sweep: $(cat "$tmp/err")"
+r=$(sed -n 's/^0 .* invalid .*  \([^ ].*\)$/\1/p' "$tmp/out")	# after the last 2 spaces
+[ ${#r} = 160 ] && case $r in *...) true ;; *) false ;; esac ||
+	bad "long reason: the table's reason is ${#r} characters: $r"
+whole=$(q "$tmp/lr.db" "SELECT length(reason) FROM sweep_points")
+[ "$whole" -gt 160 ] || bad "long reason: stored $whole characters"
+
 # Re-running resumes everything that ran, retries the invalid points, and
 # stores nothing twice.
 "$llmsim" sweep "$tmp/small.yaml" -j 2 --db "$tmp/s.db" >/dev/null 2>"$tmp/err"

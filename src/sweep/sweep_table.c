@@ -110,7 +110,10 @@ static int read_result(void *ctx, int n, const char *const *names,
 	if (v[0].type != STORE_REAL && v[0].type != STORE_INT) {
 		reason = v[5].text ? v[5].text : "";
 		len = strcspn(reason, "\n");
-		f->text[4] = arena_strndup(f->a, reason, len > 160 ? 160 : len);
+		/* past 160 characters, cut and say so (v_sweep_points has
+		 * it whole) */
+		f->text[4] = len > 160 ? arena_printf(f->a, "%.157s...", reason)
+				       : arena_strndup(f->a, reason, len);
 		f->oom = !f->text[4];
 		return 1;
 	}
