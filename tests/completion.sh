@@ -10,6 +10,8 @@
 #     kinds, `config list|help` the config kinds
 #   - collective --op and measure --op their own ops; measure's --m/--n/--k
 #   - --objective, --dispatcher
+# And `llmsim help WORD`: a command's usage, or for a typo exit 2 with
+# "did you mean" (it printed the list and exited 0).
 # Quiet on success; one line per failure.
 #
 # Environment: LLMSIM (the binary; default build/llmsim).
@@ -70,4 +72,12 @@ has "measure --op g" gemm
 has "measure --" --m --n --k --backend
 has "plan --objective c" cost
 has "collective --dispatcher deep" deepep deepep-ll
+
+"$llmsim" help sweep >"$tmp/out" 2>&1 && grep -q '^usage: llmsim sweep' "$tmp/out" ||
+	bad "help sweep: $(head -1 "$tmp/out")"
+"$llmsim" help swep >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ ! -s "$tmp/out" ] && grep -q "unknown command 'swep' (did you mean 'sweep'?)" "$tmp/err" ||
+	bad "help swep: $(cat "$tmp/out" "$tmp/err" | head -2)"
+"$llmsim" help --help >"$tmp/out" 2>&1 && grep -q '^usage: llmsim <command>' "$tmp/out" ||
+	bad "help --help: $(head -1 "$tmp/out")"
 exit $fail
