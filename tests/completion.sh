@@ -10,6 +10,8 @@
 #     kinds, `config list|help` the config kinds
 #   - collective --op and measure --op their own ops; measure's --m/--n/--k
 #   - --objective, --dispatcher
+#   - --view: the views of the database --db names on the line (a
+#     sweep's own v_sweep_NAME), not results/llmsim.db's
 # And `llmsim help WORD`: a command's usage, or for a typo exit 2 with
 # "did you mean" (it printed the list and exited 0).
 # Quiet on success; one line per failure.
@@ -72,6 +74,15 @@ has "measure --op g" gemm
 has "measure --" --m --n --k --backend
 has "plan --objective c" cost
 has "collective --dispatcher deep" deepep deepep-ll
+
+# --view with --db: that database's views.
+cat >"$tmp/s.yaml" <<YAML
+name: compl
+base: $root/workloads/jobs/default.yaml
+grid: {training.micro_batch_size: [1, 2]}
+YAML
+"$llmsim" sweep "$tmp/s.yaml" --db "$tmp/c.db" -j 1 >/dev/null 2>&1 || bad "sweep compl"
+has "db export --db $tmp/c.db --view v_sw" v_sweep_compl v_sweep_points
 
 "$llmsim" help sweep >"$tmp/out" 2>&1 && grep -q '^usage: llmsim sweep' "$tmp/out" ||
 	bad "help sweep: $(head -1 "$tmp/out")"
