@@ -506,6 +506,12 @@ static int dispatch(int argc, char **argv)
 			cli_print_usage(stdout, c);
 			return CLI_OK;
 		}
+		if (argc > 2 && strcmp(argv[2], "--help") != 0 &&
+		    strcmp(argv[2], "-h") != 0) {	/* `help TYPO`: not the
+							 * list, exit 0 */
+			unknown_command(argv[2]);
+			return CLI_USAGE;
+		}
 		print_help(stdout);
 		return CLI_OK;
 	}
