@@ -28,6 +28,7 @@ struct store {
 	int version;			/* the schema's: read as it is by a
 					   reader (store_open_readonly), the
 					   latest once migrated */
+	int reader;			/* opened to read (store_connect) */
 	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
 	sqlite3_stmt *commit;
 	sqlite3_stmt *rollback;
