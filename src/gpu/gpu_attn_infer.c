@@ -451,7 +451,10 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	check_heads(h);
 	rate = gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
 			     h->head_dim_qk, h->head_dim_v, 0);
-	if (h->shared_kv && h->split != GPU_TRTLLM_DECODE_NONE && mla_eta > 0)
+	/* (a GPU without the cache dtype's matrix rate keeps the flash
+	 * rates: the key is a kernel's rate at that dtype) */
+	if (h->shared_kv && h->split != GPU_TRTLLM_DECODE_NONE && mla_eta > 0 &&
+	    gpu_peak_flops(g, h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16) > 0)
 		return trtllm_mla_decode(g, dt, h, grp, ngroups, mla_eta);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	for (i = 0; i < ngroups; i++) {
