@@ -233,6 +233,13 @@ struct gpu_spec {
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 	double kernel_launch_graph_s;		/* s, the same for a kernel replayed from a
 						 * captured CUDA/HIP graph */
+	double collective_launch_s;		/* s, fixed cost of a collective library's LL
+						 * ring kernel on this GPU before its first step
+						 * (launch, first flag exchange); 0 = the
+						 * library's base */
+	double collective_ll_step_s;		/* s, one LL ring step between two GPUs of its
+						 * scale-up fabric (data+flag store, the peer's
+						 * poll); 0 = the library's hop_scale_up */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert
