@@ -116,6 +116,14 @@ struct gpu_attention_spec {
 	double xqa_hmma_unit_s;		/* s; the least time of a work unit of XQA's
 					 * mma.sync kernel (Hopper with a 16-bit KV
 					 * cache); 0 = none */
+	double trtllm_mla_eff;		/* TensorRT-LLM's MLA generation kernel
+					 * (absorbed MLA decode), 16-bit KV cache:
+					 * fraction of the clock-scaled bf16 peak;
+					 * 0 = the flash rates */
+	double trtllm_mla_fp8_eff;	/* the same, FP8 KV cache: fraction of the
+					 * clock-scaled fp8 peak; 0 = the flash rates */
+	double trtllm_mla_unit_s;	/* s; that kernel's fixed time a sequence
+					 * on one SM, the SMs sharing them */
 };
 
 /* TensorRT-LLM's decode attention kernel family on a GPU (its split of a

@@ -151,6 +151,24 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, xqa_hmma_unit_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL,
 	  .help = "XQA's mma.sync kernel (16-bit KV): a unit's least time" },
+	{ .key = "trtllm_mla_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, trtllm_mla_eff),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "TensorRT-LLM's MLA generation kernel (absorbed MLA "
+		  "decode, engine decode_kernel trtllm), 16-bit KV cache: "
+		  "fraction of the clock-scaled bf16 peak (0: the flash "
+		  "kernel's rates)" },
+	{ .key = "trtllm_mla_fp8_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, trtllm_mla_fp8_eff),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "the same, FP8 KV cache: fraction of the clock-scaled "
+		  "fp8 peak (0: the flash kernel's rates)" },
+	{ .key = "trtllm_mla_unit_time", .type = ST_TIME,
+	  .offset = offsetof(struct gpu_attention_spec, trtllm_mla_unit_s),
+	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "that kernel's fixed time a sequence on one SM (its "
+		  "query heads), the SMs sharing the sequences (with either "
+		  "efficiency set)" },
 	{ .key = "mma_rows", .type = ST_INT,
 	  .offset = offsetof(struct gpu_attention_spec, mma_rows),
 	  .def = "16", .min = 1, .max = 256,

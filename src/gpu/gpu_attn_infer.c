@@ -97,6 +97,24 @@
  * a fixed per-unit cost (Q load, pipeline, epilogue) that a unit's key
  * reads hide once it has a few hundred keys.
  *
+ * TensorRT-LLM's MLA generation (absorbed MLA decode, h->shared_kv, with
+ * its decode rule set): AttentionOp::mlaGeneration runs its own fmha
+ * kernels, not XQA ("Current mlaGeneration will using fmha to do
+ * attention", thop/attentionOp.cpp, NVIDIA/TensorRT-LLM; trtllm-gen on
+ * Blackwell). Its op timings (aiconfigurator's generation_mla_perf, 128
+ * heads, 1-1024 sequences, 1-131071 cached keys) are, at every batch,
+ * a fixed time plus one per sequence plus the pairs at one rate: no
+ * waves and no split steps, the kernel keeping every SM busy. Where the
+ * GPU gives attention.trtllm_mla_efficiency (16-bit cache: of the
+ * clock-scaled bf16 peak) or trtllm_mla_fp8_efficiency (FP8 cache: of
+ * the fp8 peak), with n sequences of F FLOPs and B bytes in all:
+ *
+ *     t = t_launch + max(F / (eta R_peak) + n t_mla / U, B / B_hbm)
+ *
+ * t_mla = attention.trtllm_mla_unit_time, a sequence's fixed time on
+ * one SM (its 128 query heads' Q load, softmax state and output). The
+ * GPU files give the fit (scripts/fit-trtllm-mla-decode.c).
+ *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
  * pairs are gpu_attention.c's windowed ones.
@@ -375,6 +393,42 @@ static double mma_fill(const struct gpu_spec *g, double rows)
 	return rows / (m * ceil(rows / m));
 }
 
+/* TensorRT-LLM's MLA generation kernel (see the top): the whole GPU at
+ * the kernel's measured rate, a fixed time a sequence shared by the
+ * SMs, no waves (its own split keeps every SM busy at any batch). */
+static struct gpu_cost trtllm_mla_decode(const struct gpu_spec *g,
+					 enum dtype dt,
+					 const struct gpu_attn_heads *h,
+					 const struct gpu_attn_group *grp,
+					 int ngroups, double eta)
+{
+	enum dtype mdt = h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16;
+	double rate, bw, flops = 0, bytes = 0, fixed = 0, comp_s;
+	int i;
+
+	gpu_require_dtype(g, mdt);
+	rate = gpu_clock_peak_flops(g, mdt) * eta;
+	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+	for (i = 0; i < ngroups; i++) {
+		const struct gpu_attn_group *x = &grp[i];
+		struct gpu_attn_shape a;
+
+		check_group(x);
+		if (x->count == 0 || x->q == 0)
+			continue;
+		a = group_shape(h, x);
+		flops += x->count * h->heads_q * gpu_attn_pairs(&a) *
+			 pair_flops(h);
+		bytes += group_bytes(h, x, dtype_bytes(dt));
+		fixed += x->count * g->attention.trtllm_mla_unit_s;
+	}
+	if (flops == 0)
+		return (struct gpu_cost){0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
+	comp_s = flops / rate + fixed / (double)g->compute_units;
+	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
+			     fmax(comp_s, bytes / bw), comp_s, bytes / bw);
+}
+
 struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 				     const struct gpu_attn_heads *h,
 				     const struct gpu_attn_group *grp,
@@ -390,11 +444,18 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	 * GPU's xqa_hmma_unit_time (see the top) */
 	double floor_s = h->split == GPU_TRTLLM_DECODE_XQA && h->kv_B > 1 ?
 			 g->attention.xqa_hmma_unit_s : 0;
+	double mla_eta = h->kv_B < 2 ? g->attention.trtllm_mla_fp8_eff :
+					g->attention.trtllm_mla_eff;
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
 	rate = gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
 			     h->head_dim_qk, h->head_dim_v, 0);
+	/* (a GPU without the cache dtype's matrix rate keeps the flash
+	 * rates: the key is a kernel's rate at that dtype) */
+	if (h->shared_kv && h->split != GPU_TRTLLM_DECODE_NONE && mla_eta > 0 &&
+	    gpu_peak_flops(g, h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16) > 0)
+		return trtllm_mla_decode(g, dt, h, grp, ngroups, mla_eta);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	for (i = 0; i < ngroups; i++) {
 		check_group(&grp[i]);

@@ -283,7 +283,12 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 		id = rq_front(&in->waiting);
 		r = &s->req[id];
 		need = r->prompt - serve_req_start(r);
-		est = (double)need + fmin((double)(r->output - r->generated),
+		/* the whole prompt: SGLang's add_one_req tests the uncached
+		 * tokens plus the output estimate against rem_total_tokens
+		 * again after _lock_node takes the matched prefix out of the
+		 * evictable tokens, and a request here holds its cached
+		 * prefix's pages (serve_kv_grow below) */
+		est = (double)r->prompt + fmin((double)(r->output - r->generated),
 					  SGLANG_CLIP_NEW_TOKENS) *
 					  in->new_token_ratio;
 		if (est / (double)in->block > avail && in->nrunning > 0)

@@ -40,6 +40,20 @@ static int64_t reserved_pages(const struct serve *s,
 	return p;
 }
 
+/*
+ * What a waiting request's admission counts, under either policy: the
+ * blocks of its whole prompt, the prefix cache's tokens included, as the
+ * step then charges them (serve_kv_grow to the cached tokens plus the
+ * computed ones: a request holds its cached prefix's pages while it
+ * runs). TensorRT-LLM's capacity schedulers count the same:
+ * KVCacheManager::getNeededBlocksOneStep (MAX_UTILIZATION) gives a first
+ * context chunk the blocks of mPromptLen, and getRemainingBlocksToCompletion
+ * (GUARANTEED_NO_EVICT) those of mPromptLen + mMaxNewTokens, block reuse
+ * or not (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp, NVIDIA/
+ * TensorRT-LLM @002ba6a7 and every stored version). Counting only the
+ * uncached part admitted a request whose prompt the pool could not then
+ * hold.
+ */
 static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
 {
 	int no_evict = s->job->serving.engine->capacity == ENGINE_CAP_NO_EVICT;
@@ -53,9 +67,8 @@ static int trtllm_admit(struct serve *s, struct serve_inst *in, double now)
 
 		if (no_evict && held + kv_pages_for(in, whole) > in->pages)
 			break;
-		if (!no_evict &&
-		    kv_pages_for(in, r->prompt - serve_req_start(r)) > in->free_pages)
-			break;
+		if (!no_evict && kv_pages_for(in, r->prompt) > in->free_pages)
+			break;	/* the whole prompt (above) */
 		if (serve_admit(s, in, id) != 0)
 			return -1;
 		r->reserved = no_evict ? whole : 0;
@@ -245,7 +258,7 @@ static int adp_admit(struct serve *s, struct serve_inst *in)
 			shut[j] = 1;
 		need = no_evict ? kv_pages_for(in, q->prompt +
 					       (q->output - q->generated)) :
-				  kv_pages_for(in, q->prompt - serve_req_start(q));
+				  kv_pages_for(in, q->prompt);
 		if (!shut[j] && held[j] + need > in->rank_pages)
 			shut[j] = 1;
 		if (shut[j]) {

@@ -210,3 +210,75 @@ Test(gpu, decode_xqa_hmma_floor_hides_under_long_units)
 		  without);
 	cr_assert(without > 8 * 25e-6, "%g", without);
 }
+
+/* TensorRT-LLM's MLA generation kernel (attention.trtllm_mla_*): absorbed
+ * MLA, 128 query heads over the one 576-wide latent (values its first
+ * 512), bf16 Q/O, on the toy GPU with the keys set to efficiency 0.8
+ * (16-bit cache, of the clock-scaled bf16 peak 1000 x 1000 / 2000 = 500
+ * TFLOP/s), 0.5 (FP8 cache, of the fp8 peak, 1000 TFLOP/s) and 20 us a
+ * sequence; `split` the engine's decode rule. */
+static double mla_s(int split, double kv_B, double eff, double seqs,
+		    double kv)
+{
+	struct gpu_spec g;
+	struct gpu_attn_heads h = {
+		.heads_q = 128, .heads_kv = 1, .head_dim_qk = 576,
+		.head_dim_v = 512, .kv_B = kv_B, .shared_kv = 1,
+		.split = split,
+	};
+	struct gpu_attn_group grp = {seqs, 1, kv};
+
+	gpu_fixture_toy(&g);
+	g.attention.trtllm_mla_eff = 0.8 * eff;
+	g.attention.trtllm_mla_fp8_eff = 0.5 * eff;
+	g.attention.trtllm_mla_unit_s = 20e-6 * eff;
+	return gpu_attention_decode(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+}
+
+Test(gpu, decode_trtllm_mla_runs_at_its_rate_plus_a_time_a_sequence)
+{
+	/* 400 sequences of 4096 keys: 400 x 128 x 4096 pairs x 2 x (576 +
+	 * 512) = 4.5634e11 FLOP. FP8 cache: at 0.5 x 1000 TFLOP/s 912.68 us,
+	 * plus 400 x 20 us / 100 SMs = 80 us: 992.68 us (its bytes, 400 x
+	 * (128 x 1088 x 2 + 4096 x 576 x 1 + 128 x 4) = 1.0553 GB, are 211 us
+	 * at 5 TB/s). bf16 cache: at 0.8 x 500 TFLOP/s 1140.85 us + 80 us =
+	 * 1220.85 us (bytes 1.9991 GB, 399.8 us). No waves: 400 sequences on
+	 * 100 SMs and 401 differ by one sequence's share, not a wave. */
+	double flops = 400.0 * 128 * 4096 * 2 * 1088;
+	double fp8 = mla_s(GPU_TRTLLM_DECODE_XQA, 1, 1, 400, 4096);
+	double bf16 = mla_s(GPU_TRTLLM_DECODE_TRTLLM_GEN, 2, 1, 400, 4096);
+	double one_more = mla_s(GPU_TRTLLM_DECODE_XQA, 1, 1, 401, 4096) - fp8;
+
+	cr_assert(gpu_fixture_near(fp8, flops / 5e14 + 80e-6, 1e-9), "%g", fp8);
+	cr_assert(gpu_fixture_near(bf16, flops / 4e14 + 80e-6, 1e-9), "%g",
+		  bf16);
+	cr_assert(gpu_fixture_near(one_more, flops / 400 / 5e14 + 0.2e-6,
+				   1e-6), "%g", one_more);
+}
+
+Test(gpu, decode_trtllm_mla_fixed_time_is_shared_by_the_sms)
+{
+	/* 1000 sequences over 1 key: 1000 x 128 x 2176 = 278.5 MFLOP, 0.557
+	 * us at 500 TFLOP/s (FP8), and 1000 x 20 us / 100 = 200 us of the
+	 * sequences' fixed time: 200.557 us (bytes 1000 x (278,528 + 576 +
+	 * 512) B = 279.6 MB, 55.9 us). */
+	double t = mla_s(GPU_TRTLLM_DECODE_XQA, 1, 1, 1000, 1);
+
+	cr_assert(gpu_fixture_near(t, 200e-6 + 1000 * 128 * 2176.0 / 5e14,
+				   1e-9), "%g", t);
+}
+
+Test(gpu, decode_trtllm_mla_keys_apply_to_tensorrt_llm_absorbed_mla_only)
+{
+	/* Without the keys, or outside TensorRT-LLM's decode rules (the
+	 * fill rule: another engine's kernel), the flash rates: the same
+	 * time with the keys set or not. */
+	double none_set = mla_s(GPU_TRTLLM_DECODE_NONE, 1, 1, 400, 4096);
+	double none_unset = mla_s(GPU_TRTLLM_DECODE_NONE, 1, 0, 400, 4096);
+	double xqa_unset = mla_s(GPU_TRTLLM_DECODE_XQA, 1, 0, 400, 4096);
+	double xqa_set = mla_s(GPU_TRTLLM_DECODE_XQA, 1, 1, 400, 4096);
+
+	cr_assert(gpu_fixture_near(none_set, none_unset, 1e-12));
+	cr_assert(!gpu_fixture_near(xqa_set, xqa_unset, 1e-3), "%g %g",
+		  xqa_set, xqa_unset);
+}

@@ -243,23 +243,26 @@ Test(serve_adp, each_rank_admits_against_its_own_pool)
 
 /*
  * A rank whose own pool cannot take a prompt stops that rank's prompts
- * only. MAX_UTILIZATION admits on the prompt's uncached tokens (as the
- * pooled capacity scheduler does) while the step charges the whole
- * prompt. The four requests above on ranks of 10 pages, request 0 with
- * 280 of its 300 tokens cached: admission needs ceil(20 / 16) = 2 pages
- * for it and 7 for request 3 (rank 0: 9 <= 10), 7 + 7 = 14 > 10 on rank
- * 1 (request 2 waits). The step: request 0's prompt grows to 300 tokens,
- * ceil(300 / 16) = 19 > 10 pages: it fails, and rank 0's FCFS stops
- * (request 3 too); rank 1 still computes request 1's 100 tokens
- * (7 pages). The step has 1 request; stopping every rank at the first
- * failure gave 0 and, with nothing decoding, no step again.
+ * only. Admission counts the whole prompt (test_serve_prefix.c), but a
+ * rank's pool can still fill between admission and the step: decodes
+ * grow first. Two ranks of 10 pages, MAX_UTILIZATION, set up mid-run:
+ * on rank 0 request 0 decodes (144 tokens, 9 pages, its 145th token
+ * needs ceil(145 / 16) = 10) and request 1 was admitted with its prompt
+ * of 16 not yet computed (admitted against 9 + 1 = 10 pages); on rank 1
+ * request 2 (prompt 100) likewise. The step: request 0 takes rank 0's
+ * tenth page, so request 1's page does not fit (11 > 10) and rank 0's
+ * FCFS stops; rank 1 still computes request 2's 100 tokens
+ * (ceil(100 / 16) = 7 pages). 2 requests in the step; stopping every
+ * rank at the first failure gave 1 (and, with nothing decoding, no step
+ * again).
  */
 Test(serve_adp, a_full_rank_stops_only_its_own_prompts)
 {
 	const char *sets[] = {"serving.engine=trtllm",
 			      "serving.engine.capacity=max_utilization"};
-	static const int64_t prompt[] = {300, 100, 100, 100};
-	int64_t used[2] = {0, 0};
+	static const int64_t prompt[] = {144, 16, 100, 16};
+	static const int rank[] = {0, 0, 1};
+	int64_t used[2] = {9, 0}, i;
 	struct arena a;
 	struct serve s;
 	struct serve_inst in;
@@ -267,20 +270,32 @@ Test(serve_adp, a_full_rank_stops_only_its_own_prompts)
 	struct infer_batch b;
 
 	adp_setup(&a, &s, &in, req, prompt, sets, 2, 0);
-	req[0].cached = 280;
-	in.pages = in.free_pages = 20;
+	s.inst = &in;
+	s.ninst = 1;
+	s.nreq = 3;
+	rq_release(&in.waiting);	/* none waits: all three hold a rank */
+	in.pages = 20;
+	in.free_pages = 20 - 9;
 	in.adp_used = used;
 	in.rank_pages = 10;
-	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 1);
-	cr_assert_eq(req[0].adp_rank, 0);
-	cr_assert_eq(req[1].adp_rank, 1);
-	cr_assert_eq(req[3].adp_rank, 0);
-	cr_assert_eq(in.nrunning, 3);	/* 0 and 3 on rank 0, 1 on rank 1 */
-	cr_assert_eq(req[1].in_step, 1);
-	cr_assert_eq(req[0].in_step, 0);
-	cr_assert_eq(req[3].in_step, 0);
-	cr_assert_eq(used[0], 0);
+	for (i = 0; i < 3; i++) {
+		req[i].state = REQ_RUNNING;
+		req[i].adp_rank = rank[i];
+		req[i].adp_inst = 0;
+		cr_assert_eq(serve_running_add(&in, i), 0);
+	}
+	req[0].computed = 144;
+	req[0].generated = 1;
+	req[0].pages = 9;
+	cr_assert_eq(serve_schedule(&s, &in, 0, &b), 2);
+	cr_assert_eq(req[0].in_step, 1);
+	cr_assert_eq(req[0].step_prefill, 0);
+	cr_assert_eq(req[1].in_step, 0);
+	cr_assert_eq(req[2].in_step, 1);
+	cr_assert_eq(req[2].step_q, 100);
+	cr_assert_eq(used[0], 10);
 	cr_assert_eq(used[1], 7);
+	cr_assert_eq(in.free_pages, 20 - 17);
 	adp_teardown(&a, &in);
 }
 
