@@ -526,6 +526,14 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },
+	{ .key = "p2p_channel_send", .type = ST_BANDWIDTH,
+	  .offset = OFF(p2p_channel_send_Bps), .min = MIN_MEM_BPS,
+	  .max = 1e12, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "bytes per second one channel (thread block) of the "
+		  "collective library's point-to-point kernel sends at: its "
+		  "send warps copying each step into the peer's FIFO over "
+		  "the GPU's links (NCCL's p2p Simple all-to-all within a "
+		  "node); absent = the links alone bound a send" },
 	{ .key = "kernel_launch_graph", .type = ST_TIME,
 	  .offset = OFF(kernel_launch_graph_s), .flags = SF_OPTIONAL, .max = 1e-3,
 	  .help = "per-kernel overhead when replayed from a captured CUDA/HIP "

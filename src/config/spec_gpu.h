@@ -225,6 +225,10 @@ struct gpu_spec {
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 	double kernel_launch_graph_s;		/* s, the same for a kernel replayed from a
 						 * captured CUDA/HIP graph */
+	double p2p_channel_send_Bps;		/* B/s, one p2p channel's send warps copying a
+						 * send's steps into the peer's FIFO over the
+						 * GPU's links (network/pipe.c "p2p"); 0 = not
+						 * modelled (the links alone bound a send) */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert
