@@ -3,16 +3,16 @@
 # (gpu p2p_channel_send, src/network/pipe.c "p2p") from nccl-tests output,
 # the way round 44 fitted the shipped values (configs/gpus/h100.yaml):
 #
-#  1. Truth: dgx-b200 with p2p_channel_send = 17 GB/s (the preset has
-#     19.87). `llmsim collective` predicts a 2-rank all-to-all from 64 KiB
-#     to 512 MiB; each time is scaled by a deterministic +-3 % (an LCG in
+#  1. Truth: dgx-b200 with p2p_channel_send = 17 GB/s and p2p_launch =
+#     12.5 us (the preset has 21.14 and 10.51). `llmsim collective`
+#     predicts a 2-rank all-to-all from 1 KiB to 512 MiB; each time is scaled by a deterministic +-3 % (an LCG in
 #     awk) and printed as nccl-tests prints it (its "#  Rank" lines, then
 #     size count type redop root and the out-of-place and in-place time
 #     algbw busbw #wrong).
 #  2. scripts/coll-table-jsonl.py --nccl-tests reads it into measure
 #     lines; `llmsim measure --import` stores them; `llmsim calibrate
-#     --params gpu.p2p_channel_send` recovers 17 GB/s inside its 95 %
-#     interval, and the preset's 19.87 lies outside it.
+#     --params gpu.p2p_channel_send,gpu.p2p_launch` recovers each truth
+#     inside its 95 % interval, and each preset value lies outside it.
 #  3. A reference table (results/reference/collectives/) converts to as
 #     many points as it has rows of at least --min-bytes.
 #  4. Bad input: output that is not nccl-tests' (exit 2), an op without
@@ -26,10 +26,10 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIPPED: no python3"; exit 0; }
 
 # 1. The truth as nccl-tests output.
 "$llmsim" collective --system dgx-b200 --set 'gpu.p2p_channel_send=17 GB/s' \
-	--op alltoall --ranks 2 --min 64K --max 512M --csv --no-store \
+	--set 'gpu.p2p_launch=12.5 us' --op alltoall --ranks 2 --min 1K --max 512M --csv --no-store \
 	>"$tmp/truth.csv" || bad "collective (the truth)"
 awk 'BEGIN { FS = ","; seed = 12345
-	print "# nThread 1 nGpus 2 minBytes 65536 maxBytes 536870912 step: 2(factor)"
+	print "# nThread 1 nGpus 2 minBytes 1024 maxBytes 536870912 step: 2(factor)"
 	print "#  Rank  0 Group  0 Pid  101 on node-a device  0 [0x18] NVIDIA B200"
 	print "#  Rank  1 Group  0 Pid  101 on node-a device  1 [0x2a] NVIDIA B200"
 	print "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong" }
@@ -50,12 +50,16 @@ grep -q '"ranks": 2, "nodes": 1, "devices_per_node": 2' "$tmp/nt.jsonl" ||
 	bad "coll-table-jsonl.py: the hello's layout is not 2 ranks on 1 node"
 "$llmsim" measure --import "$tmp/nt.jsonl" --system dgx-b200 --db "$tmp/p.db" \
 	>/dev/null 2>&1 || bad "measure --import"
-if "$llmsim" calibrate --db "$tmp/p.db" --params gpu.p2p_channel_send \
-	-o "$tmp/p.yaml" >"$tmp/out" 2>&1; then
-	line=$(grep "key: gpu.p2p_channel_send," "$tmp/p.yaml")
-	echo "$line" | sed 's/.*ci95: \[\([^,]*\), \([^]]*\)\].*/\1 \2/' |
-		awk '{ exit !(17e9 >= $1 && 17e9 <= $2 && !(19.87e9 <= $2)) }' ||
-		bad "p2p_channel_send: truth 17e9 outside the interval or the preset inside ($line)"
+if "$llmsim" calibrate --db "$tmp/p.db" \
+	--params gpu.p2p_channel_send,gpu.p2p_launch -o "$tmp/p.yaml" >"$tmp/out" 2>&1; then
+	for kv in p2p_channel_send:17e9:21.14e9 p2p_launch:12.5e-6:10.51e-6; do
+		key=${kv%%:*} rest=${kv#*:} want=${rest%%:*} preset=${rest#*:}
+		line=$(grep "key: gpu.$key," "$tmp/p.yaml")
+		echo "$line" | sed 's/.*ci95: \[\([^,]*\), \([^]]*\)\].*/\1 \2/' |
+			awk -v w="$want" -v p="$preset" \
+			'{ exit !(w >= $1 && w <= $2 && !(p >= $1 && p <= $2)) }' ||
+			bad "$key: truth $want outside the interval or the preset $preset inside ($line)"
+	done
 else
 	bad "calibrate: exit $?"; cat "$tmp/out"
 fi

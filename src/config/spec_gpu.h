@@ -229,6 +229,10 @@ struct gpu_spec {
 						 * send's steps into the peer's FIFO over the
 						 * GPU's links (network/pipe.c "p2p"); 0 = not
 						 * modelled (the links alone bound a send) */
+	double p2p_launch_s;			/* s, the collective library's point-to-point
+						 * kernel's fixed cost on this GPU, before its first
+						 * step (network/algo.c "p2p"); 0 = the library's
+						 * p2p base */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert

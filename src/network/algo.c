@@ -104,6 +104,20 @@ static void p2p_pipe(struct algo_ctx *x)
 		x->pipe.peer_copy_s_per_B = 1 / ring->chain_channel_Bps;
 }
 
+/* A one-phase direct or p2p plan's latency: the base and one step. NCCL's
+ * p2p kernel runs at the GPU's own fixed cost where it has one
+ * (p2p_launch, fitted per GPU generation: configs/gpus), in place of the
+ * library's p2p base; the library's choices keep its base (select
+ * view). */
+static double direct_lat(const struct algo_ctx *x)
+{
+	double base = algo_base(x);
+
+	if (x->algo == ALGO_P2P && !x->select_view && x->t->p2p_launch_s > 0)
+		base = x->t->p2p_launch_s;
+	return base + algo_step(x);
+}
+
 int algo_direct(struct algo_ctx *x, struct plan *p)
 {
 	const struct coll_desc *c = x->c;
@@ -160,7 +174,7 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 				algo_p2p(x, p, i, j, coef);
 		}
 	}
-	algo_close_phase(x, p, algo_base(x) + algo_step(x));
+	algo_close_phase_lat(x, p, direct_lat);
 	return 0;
 }
 

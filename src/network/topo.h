@@ -131,6 +131,8 @@ struct topo {
 	int64_t nvls_links;		/* with it: links from each GPU to the switch */
 	double p2p_channel_send_Bps;	/* B/s, one p2p channel's send rate (the GPU's
 					 * p2p_channel_send); 0 = none */
+	double p2p_launch_s;		/* s, the p2p kernel's fixed cost (the GPU's
+					 * p2p_launch); 0 = the library's base */
 };
 
 /* Build the topology of a system, everything in one heap object.

@@ -237,6 +237,36 @@ Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
 	arena_release(&a);
 }
 
+/* NCCL's p2p kernel at the GPU's own fixed cost (b200.yaml p2p_launch
+ * 10.51 us, in place of NCCL's p2p base 6.6 us LL): 1 KiB all-to-all on 2
+ * B200 is 512 B to the peer, LL: 10.51 + one NVLink LL step 0.6 = 11.11
+ * us, the 512 B (1 KiB of LL lines) adding under 0.05 us. H100 has no
+ * p2p_launch: NCCL's 6.6 + 0.6 = 7.2 us
+ * (nccl_p2p_pays_the_kernel_base_of_its_protocol). */
+Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch)
+{
+	struct arena a;
+	const struct system_spec *s;
+	uint32_t g[2] = { 0, 1 };
+	struct coll_desc c = { COLL_ALLTOALL, 1024, g, 2, NULL, -1, -1, 1, 0,
+			       NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	s = load(&a, &system_schema, "dgx-b200", NULL, 0);
+	cr_assert_float_eq(s->gpu->p2p_launch_s, 10.51e-6, 1e-12);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "ll");
+	cr_assert(r.time_s >= 11.11e-6 && r.time_s < 11.16e-6, "%g", r.time_s);
+	net_free(n);
+	arena_release(&a);
+}
+
 /* Load the nccl preset with one --set override; its load's return, the
  * errors reported in *errors. */
 static int nccl_with(const char *set, int *errors)
