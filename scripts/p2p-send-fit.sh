@@ -29,6 +29,7 @@ db=$tmp/fit.db
 	printf 'preset: %s\ngpu:\n' "$sys"
 	case ,$params, in *,gpu.p2p_channel_send,*) echo '  p2p_channel_send: 20 GB/s' ;; esac
 	case ,$params, in *,gpu.p2p_launch,*) echo '  p2p_launch: 8.4 us' ;; esac
+	case ,$params, in *,gpu.p2p_peer,*) echo '  p2p_peer: 0.2 us' ;; esac
 } >"$tmp/start.yaml"
 n=0
 for t in results/reference/collectives/aic-nccl*-"$gpu"-alltoall-*g.yaml; do

@@ -542,6 +542,12 @@ static const struct schema_field gpu_fields[] = {
 		  "in place of the library's p2p base as it runs; the "
 		  "library's own choices keep its base; absent = the "
 		  "library's base" },
+	{ .key = "p2p_peer", .type = ST_TIME, .offset = OFF(p2p_peer_s),
+	  .max = 1e-4, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "what each peer beyond the first adds to the fixed cost "
+		  "of the collective library's point-to-point kernel on this "
+		  "GPU (an all-to-all over p ranks: p - 2 more); absent = "
+		  "nothing" },
 	{ .key = "kernel_launch_graph", .type = ST_TIME,
 	  .offset = OFF(kernel_launch_graph_s), .flags = SF_OPTIONAL, .max = 1e-3,
 	  .help = "per-kernel overhead when replayed from a captured CUDA/HIP "

@@ -233,6 +233,9 @@ struct gpu_spec {
 						 * kernel's fixed cost on this GPU, before its first
 						 * step (network/algo.c "p2p"); 0 = the library's
 						 * p2p base */
+	double p2p_peer_s;			/* s, what each peer beyond the first adds to that
+						 * kernel's fixed cost (its send and receive
+						 * tasks); 0 = nothing */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert

@@ -113,8 +113,12 @@ static double direct_lat(const struct algo_ctx *x)
 {
 	double base = algo_base(x);
 
-	if (x->algo == ALGO_P2P && !x->select_view && x->t->p2p_launch_s > 0)
-		base = x->t->p2p_launch_s;
+	if (x->algo == ALGO_P2P && !x->select_view) {
+		if (x->t->p2p_launch_s > 0)
+			base = x->t->p2p_launch_s;
+		if (x->g.p > 2)
+			base += (x->g.p - 2) * x->t->p2p_peer_s;
+	}
 	return base + algo_step(x);
 }
 

@@ -133,6 +133,8 @@ struct topo {
 					 * p2p_channel_send); 0 = none */
 	double p2p_launch_s;		/* s, the p2p kernel's fixed cost (the GPU's
 					 * p2p_launch); 0 = the library's base */
+	double p2p_peer_s;		/* s, each further peer's share of it (the
+					 * GPU's p2p_peer); 0 = none */
 };
 
 /* Build the topology of a system, everything in one heap object.

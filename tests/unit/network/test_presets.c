@@ -238,16 +238,17 @@ Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
 }
 
 /* NCCL's p2p kernel at the GPU's own fixed cost (b200.yaml p2p_launch
- * 10.51 us, in place of NCCL's p2p base 6.6 us LL): 1 KiB all-to-all on 2
- * B200 is 512 B to the peer, LL: 10.51 + one NVLink LL step 0.6 = 11.11
- * us, the 512 B (1 KiB of LL lines) adding under 0.05 us. H100 has no
- * p2p_launch: NCCL's 6.6 + 0.6 = 7.2 us
+ * 9.28 us with one peer, p2p_peer 0.458 us each further one, in place of
+ * NCCL's p2p base 6.6 us LL): 1 KiB all-to-all on 2 B200 is 512 B to the
+ * peer, LL: 9.28 + one NVLink LL step 0.6 = 9.88 us; on 8 B200, 128 B to
+ * each of 7 peers: 9.28 + 6 x 0.458 + 0.6 = 12.628 us; the bytes (LL
+ * lines) add under 0.05 us. H100 has neither: NCCL's 6.6 + 0.6 = 7.2 us
  * (nccl_p2p_pays_the_kernel_base_of_its_protocol). */
-Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch)
+Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch_and_peers)
 {
 	struct arena a;
 	const struct system_spec *s;
-	uint32_t g[2] = { 0, 1 };
+	uint32_t g[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	struct coll_desc c = { COLL_ALLTOALL, 1024, g, 2, NULL, -1, -1, 1, 0,
 			       NULL, 0, 0, 0 };
 	struct net_coll_result r;
@@ -257,12 +258,18 @@ Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	s = load(&a, &system_schema, "dgx-b200", NULL, 0);
-	cr_assert_float_eq(s->gpu->p2p_launch_s, 10.51e-6, 1e-12);
+	cr_assert_float_eq(s->gpu->p2p_launch_s, 9.28e-6, 1e-12);
+	cr_assert_float_eq(s->gpu->p2p_peer_s, 0.458e-6, 1e-12);
 	n = net_new(s, NULL, &d);
 	cr_assert_not_null(n);
 	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
 	cr_assert_str_eq(r.protocol, "ll");
-	cr_assert(r.time_s >= 11.11e-6 && r.time_s < 11.16e-6, "%g", r.time_s);
+	cr_assert(r.time_s >= 9.88e-6 && r.time_s < 9.93e-6, "%g", r.time_s);
+	c.ngpus = 8;
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "ll");
+	cr_assert(r.time_s >= 12.628e-6 && r.time_s < 12.678e-6, "%g",
+		  r.time_s);
 	net_free(n);
 	arena_release(&a);
 }
