@@ -359,21 +359,39 @@ static int reach_cons(struct mm *m, mm_id c)
 static int reach_var(struct mm *m, mm_id v)
 {
 	struct var *x = &m->vars[v];
-	uint32_t i;
+	const struct elem *el;
+	const struct cons *cons;
+	const uint32_t *busy;
+	uint32_t *cmark, epoch = m->epoch, n, i, nc;
+	double most;
+	mm_id *cc;
+	int prune;
 
-	if (m->vmark[v] == m->epoch)
+	if (m->vmark[v] == epoch)
 		return 0;
-	m->vmark[v] = m->epoch;
-	if (mm_vec_push(&m->cv, v) != 0)
-		return -1;
-	/* fill_start()'s reset of the variable, done while its record is
-	 * at hand (it is read again only when the variable is fixed) */
-	m->vfixed[v] = 0;
-	x->new_Bps = 0;
-	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
-		return -1;
-	for (i = 0; i < x->nelems; i++) {
-		const struct elem *e = &x->elems[i];
+	m->vmark[v] = epoch;
+	n = x->nelems;
+	/* Room for all its constraints first, so that the walk below holds
+	 * the list's end, the marks, the epoch and the flag in registers
+	 * (reach_cons()'s push, a store that may grow the list, made the
+	 * compiler load them again for every element: a DeepEP source's
+	 * flow has ~108), and the pushes that may call come after it (the
+	 * values the walk holds would otherwise be kept across those calls,
+	 * on the stack). The same constraints, variables and bounds, in the
+	 * same order. */
+	while (m->cc.cap - m->cc.n < n)
+		if (mm_vec_grow(&m->cc) != 0)
+			return -1;
+	el = x->elems;
+	cons = m->cons;
+	busy = m->busy;
+	cmark = m->cmark;
+	prune = m->prune;
+	cc = m->cc.v;
+	nc = m->cc.n;
+	most = x->alone_Bps * SPARE_MARGIN;
+	for (i = 0; i < n; i++) {
+		mm_id c = el[i].cons;
 
 		/* A link only this variable uses, looser than its rate
 		 * alone: fill_start() would set it aside, and it would be
@@ -384,13 +402,24 @@ static int reach_var(struct mm *m, mm_id v)
 		 * them its own.) The dense counts and marks (busy is the
 		 * list's length here: removals are unlinked) spare the
 		 * walk the constraint's line, read once in fill_start(). */
-		if (m->prune && m->busy[e->cons] == 1 &&
-		    m->cons[e->cons].cap_Bps / e->coef >
-		    x->alone_Bps * SPARE_MARGIN)
+		if (prune && busy[c] == 1 &&
+		    cons[c].cap_Bps / el[i].coef > most)
 			continue;
-		if (reach_cons(m, e->cons) != 0)
-			return -1;
+		/* reach_cons(), inline */
+		if (cmark[c] == epoch)
+			continue;
+		cmark[c] = epoch;
+		cc[nc++] = c;
 	}
+	m->cc.n = nc;
+	if (mm_vec_push(&m->cv, v) != 0)
+		return -1;
+	/* fill_start()'s reset of the variable, done while its record is
+	 * at hand (it is read again only when the variable is fixed) */
+	m->vfixed[v] = 0;
+	x->new_Bps = 0;
+	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
+		return -1;
 	return 0;
 }
 
@@ -439,11 +468,16 @@ static int collect(struct mm *m)
 	 * constraints of each are in cc already. */
 	for (i = 0; i < m->cc.n && m->cv.n < m->live; i++) {
 		const struct cons *c = &m->cons[m->cc.v[i]];
+		/* in locals: reach_var() changes none of them, but the
+		 * compiler would load them again after each call */
+		const struct centry *l = c->list;
+		const uint32_t *vmark = m->vmark;
+		uint32_t nl = c->n, epoch = m->epoch;
 
 		/* most entries lead to a variable already reached */
-		for (k = 0; k < c->n; k++)
-			if (m->vmark[c->list[k].var] != m->epoch &&
-			    reach_var(m, c->list[k].var) != 0)
+		for (k = 0; k < nl; k++)
+			if (vmark[l[k].var] != epoch &&
+			    reach_var(m, l[k].var) != 0)
 				return -1;
 	}
 	return 0;
@@ -483,6 +517,7 @@ static int fill_start(struct mm *m)
 	 * shared by many flows), reading each one's rate alone is all it
 	 * would do. Either way the rates are the same. */
 	int prune = m->prune && m->cc.n > m->cv.n;
+	const struct var *vars = m->vars;
 	uint64_t least;
 
 	if (heap_reserve(m, total) != 0)
@@ -505,18 +540,23 @@ static int fill_start(struct mm *m)
 				m->cons[m->cc.v[i + SAT_AHEAD / 2]].list);
 		double most = 0;	/* B/s, the largest rate alone */
 		double usage = 0;
+		const struct centry *l = c->list;
+		uint32_t nl = c->n;
 
 		/* One walk of the list for both sums (usage adds up in
-		 * list order as before). */
-		for (k = 0; k < c->n; k++) {
-			usage += c->list[k].coef;
-			if (prune) {
-				double alone =
-					m->vars[c->list[k].var].alone_Bps;
+		 * list order as before); a loop for each case, so that the
+		 * walk tests no flag. */
+		if (prune) {
+			for (k = 0; k < nl; k++) {
+				double alone = vars[l[k].var].alone_Bps;
 
+				usage += l[k].coef;
 				if (alone > most)
 					most = alone;
 			}
+		} else {
+			for (k = 0; k < nl; k++)
+				usage += l[k].coef;
 		}
 		c->left_Bps = c->cap_Bps;
 		c->usage = usage;

@@ -264,29 +264,31 @@ static int var_link(struct mm *m, mm_id v, const mm_id *cons,
 	struct var *x = &m->vars[v];
 	struct elem *el = x->elems;
 	struct cons *all = m->cons;
-	uint32_t *busy = m->busy;
+	uint32_t *busy = m->busy, ncons = m->ncons;
 	double alone_Bps = x->alone_Bps;
 	uint32_t i;
 
-	/* Values held in locals: the stores would make the compiler load
-	 * them again. */
+	/* Values held in locals (the count of constraints and each
+	 * coefficient too): the stores would make the compiler load them
+	 * again. */
 	for (i = 0; i < n; i++) {
 		mm_id ci = cons[i];
+		double a = coef[i];
 		struct cons *c;
 		double alone;
 		uint32_t k;
 
-		if (ci >= m->ncons || !(coef[i] > 0))
+		if (ci >= ncons || !(a > 0))
 			BUG("bad constraint or coefficient");
 		c = &all[ci];
-		alone = c->cap_Bps / coef[i];
+		alone = c->cap_Bps / a;
 		if (alone < alone_Bps)
 			alone_Bps = alone;
 		k = c->n;
 		if (k == c->capn && cons_grow(c) != 0)
 			goto undo;
-		el[i] = (struct elem){ ci, k, coef[i] };
-		c->list[k] = (struct centry){ v, i, coef[i] };
+		el[i] = (struct elem){ ci, k, a };
+		c->list[k] = (struct centry){ v, i, a };
 		c->n = k + 1;
 		busy[ci] = k + 1;
 	}
@@ -350,29 +352,38 @@ fail:
  */
 void mm_unlink_dying(struct mm *m)
 {
-	uint32_t i, j;
+	/* Arrays and counts in locals: the stores to the lists and
+	 * positions would make the compiler load them again for every
+	 * element (a DeepEP source's flow has ~108). Same steps. */
+	struct var *vars = m->vars;
+	struct cons *cons = m->cons;
+	uint32_t *cdying = m->cdying, i, j, nd = m->dying.n;
+	const uint32_t *busy = m->busy;
+	const mm_id *dying = m->dying.v;
+	uint64_t cleared = 0;
 
-	for (i = 0; i < m->dying.n; i++) {
-		mm_id v = m->dying.v[i];
-		const struct var *x = &m->vars[v];
+	for (i = 0; i < nd; i++) {
+		mm_id v = dying[i];
+		const struct elem *el = vars[v].elems;
+		uint32_t ne = vars[v].nelems;
 
-		for (j = 0; j < x->nelems; j++) {
-			const struct elem *e = &x->elems[j];
+		for (j = 0; j < ne; j++) {
+			const struct elem *e = &el[j];
 			mm_id ci = e->cons;
 			struct cons *c;
 			uint32_t n;
 
 			/* Every entry still to go counts itself: none left
 			 * means the constraint was emptied at once. */
-			if (m->cdying[ci] == 0)
+			if (cdying[ci] == 0)
 				continue;
-			c = &m->cons[ci];
-			if (m->busy[ci] == 0) {
+			c = &cons[ci];
+			if (busy[ci] == 0) {
 				/* busy is already what n will be: no
 				 * survivor, all that is left goes */
 				c->n = 0;
-				m->cdying[ci] = 0;
-				m->cleared++;
+				cdying[ci] = 0;
+				cleared++;
 				continue;
 			}
 			/* cons_unlink(), but busy already has its end value */
@@ -381,12 +392,13 @@ void mm_unlink_dying(struct mm *m)
 				struct centry last = c->list[n];
 
 				c->list[e->pos] = last;
-				m->vars[last.var].elems[last.ei].pos = e->pos;
+				vars[last.var].elems[last.ei].pos = e->pos;
 			}
-			m->cdying[ci]--;
+			cdying[ci]--;
 		}
 		var_release(m, v);
 	}
+	m->cleared += cleared;
 	m->dying.n = 0;
 }
 
@@ -402,11 +414,16 @@ void mm_var_remove(struct mm *m, mm_id v)
 	x = &m->vars[v];
 	if (m->batch && (m->need_solve || !m->local) &&
 	    mm_vec_push(&m->dying, v) == 0) {
-		for (i = 0; i < x->nelems; i++) {
-			mm_id c = x->elems[i].cons;
+		/* in locals: mark_dirty()'s byte store would make the
+		 * compiler load them again for every element */
+		const struct elem *el = x->elems;
+		uint32_t *cdying = m->cdying, *busy = m->busy, n = x->nelems;
 
-			m->cdying[c]++;
-			if (--m->busy[c] > 0)
+		for (i = 0; i < n; i++) {
+			mm_id c = el[i].cons;
+
+			cdying[c]++;
+			if (--busy[c] > 0)
 				(void)mark_dirty(m, c);
 		}
 		x->live = 0;
