@@ -21,6 +21,9 @@
 #  5. Bad input: unknown and unfittable keys, a parameter nothing depends
 #     on (2), a fit stopped before converging (1), an empty database (2),
 #     a calibration file that is not there (2).
+#  6. --start: a GPU's ring LL floor, which the preset may leave at 0,
+#     fitted from a stated start; a --start without '=', of a key not
+#     fitted, outside its bounds or not a value (2).
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 . "$(dirname "$0")/lib.sh"
@@ -135,6 +138,38 @@ status() {	# status WANT WHAT ARGS...
 	[ "$got" = "$want" ] && grep -q 'error' "$tmp/err" ||
 		{ bad "$what: exit $got, expected $want with an error"; cat "$tmp/err"; }
 }
+
+# 6. --start: a GPU's ring LL floor (collective_launch, collective_ll_step)
+# from a synthetic 8 x H100 all-gather table at 1-64 KiB made with 5 us
+# and 1 us, fitted from NCCL's tuner line 6.6 / 0.6 us: the start column
+# says 6.6 us and 600 ns, and each truth lies in its 95 % interval.
+"$llmsim" collective --system dgx-h100 --op allgather --ranks 8 --min 1K \
+	--max 64K --csv --no-store --set gpu.collective_launch=5us \
+	--set gpu.collective_ll_step=1us >"$tmp/floor.csv" ||
+	bad "collective (the floor's truth)"
+to_lines allgather 8 1 0 <"$tmp/floor.csv" >"$tmp/floor.jsonl"
+"$llmsim" measure --import "$tmp/floor.jsonl" --system dgx-h100 \
+	--db "$tmp/floor.db" >/dev/null 2>&1 || bad "measure --import (floor)"
+floor="calibrate --db $tmp/floor.db --params gpu.collective_launch,gpu.collective_ll_step"
+if "$llmsim" $floor --start gpu.collective_launch=6.6us \
+	--start 'gpu.collective_ll_step=0.6 us' -o "$tmp/floor.yaml" \
+	>"$tmp/out" 2>&1; then
+	grep -q 'gpu.collective_launch  *6.6 us ' "$tmp/out" &&
+		grep -q 'gpu.collective_ll_step  *600 ns ' "$tmp/out" ||
+		{ bad "--start: not the fit's start"; cat "$tmp/out"; }
+	for kv in collective_launch:5e-6 collective_ll_step:1e-6; do
+		sed -n "s/.*key: gpu.${kv%%:*},.*ci95: \[\([^,]*\), \([^]]*\)\].*/\1 \2/p" \
+			"$tmp/floor.yaml" | awk -v t="${kv#*:}" '{ exit !(NF == 2 && $1 < t && t < $2) }' ||
+			{ bad "--start: gpu.${kv%%:*} truth ${kv#*:} outside its interval"; cat "$tmp/floor.yaml"; }
+	done
+else
+	bad "calibrate --start: exit $?"; cat "$tmp/out"
+fi
+status 2 "--start without =" $floor --start gpu.collective_launch
+status 2 "--start of a key not fitted" $floor --start gpu.kernel_launch=5us
+grep -q 'not a parameter this fit fits' "$tmp/err" || { bad "--start: wording"; cat "$tmp/err"; }
+status 2 "--start outside the bounds" $floor --start gpu.collective_launch=0us
+status 2 "--start not a time" $floor --start gpu.collective_launch=fast
 status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 # An empty list or item is refused: strtok skipped them, so --run , fitted
 # every run in the database and --params , named no parameter.

@@ -75,6 +75,10 @@ expect2 "$s/bad-top-key.yaml:2:1: error: 'grids': unknown key in a sweep, did yo
 expect2 "$s/bad-no-base.yaml:1:1: error: a sweep needs 'base:'" $s/bad-no-base.yaml
 expect2 "$s/bad-below-value.yaml:3:10: error: 'system.nodes.count': 'system.nodes' is a single value" $s/bad-below-value.yaml
 expect2 "$s/bad-nothing.yaml:1:1: error: nothing to sweep" $s/bad-nothing.yaml
+# A job where the sweep goes: one error that says so (it was one per job
+# key and "a sweep needs 'base:'").
+expect2 "workloads/jobs/default.yaml:10:1: error: this is a job, not a sweep (it has 'model:' and no base:, grid:, zip: or cases:): run it with 'llmsim run workloads/jobs/default.yaml'" workloads/jobs/default.yaml
+[ "$(grep -c error: "$tmp/err")" = 1 ] || bad "sweep JOB.yaml: $(grep -c error: "$tmp/err") errors, expected 1"
 expect2 "--shard:1:1: error: '3/2': shard 3 of 2 does not exist" $s/count.yaml --shard 3/2
 expect2 "--shard:1:1: error: '0/2': I must be a whole number" $s/count.yaml --shard 0/2
 expect2 "--shard:1:3: error: '1/x': N must be" $s/count.yaml --shard 1/x
@@ -133,6 +137,23 @@ EOS
 grep -q "2 points in .*: 0 ran, 2 invalid, 0 failed" "$tmp/err" &&
 	[ "$(q "$tmp/serve.db" "SELECT count(*) FROM sweep_points WHERE reason LIKE '%job is phase serving (run it with llmsim run)%'")" = 2 ] ||
 	bad "serving sweep: $(cat "$tmp/out" "$tmp/err")"
+
+# The table cuts a reason's first line past 160 characters and says so
+# ("...": it cut mid-number before); the database has it whole.
+long=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+cat >"$tmp/longreason.yaml" <<EOS
+name: long_reason
+base: $root/workloads/jobs/default.yaml
+cases:
+  - {system.preset: $long}
+EOS
+"$llmsim" sweep "$tmp/longreason.yaml" --db "$tmp/lr.db" >"$tmp/out" 2>"$tmp/err" ||
+	bad "long reason sweep: $(cat "$tmp/err")"
+r=$(sed -n 's/^0 .* invalid .*  \([^ ].*\)$/\1/p' "$tmp/out")	# after the last 2 spaces
+[ ${#r} = 160 ] && case $r in *...) true ;; *) false ;; esac ||
+	bad "long reason: the table's reason is ${#r} characters: $r"
+whole=$(q "$tmp/lr.db" "SELECT length(reason) FROM sweep_points")
+[ "$whole" -gt 160 ] || bad "long reason: stored $whole characters"
 
 # Re-running resumes everything that ran, retries the invalid points, and
 # stores nothing twice.

@@ -235,7 +235,9 @@ static const struct cli_command commands[] = {
 	  "                   ($LLMSIM_COLL_LIB, $LLMSIM_BLAS_LIB)\n"
 	  "  --launcher CMD   run the backend under CMD (mpirun across nodes;\n"
 	  "                   $LLMSIM_MPIRUN replaces mpi's mpirun)\n"
-	  "  --import FILE    store protocol lines from FILE ('-': stdin)\n"
+	  "  --import FILE    store protocol lines from FILE ('-': stdin), or\n"
+	  "                   nccl-tests / rccl-tests text output (its test's\n"
+	  "                   name from the output, else --op)\n"
 	  "  --json, --csv    print JSON (the point lines) or CSV\n"
 	  "  --db PATH        results database (default results/llmsim.db)\n"
 	  "  --no-store       do not store the results\n"
@@ -290,8 +292,9 @@ static const struct cli_command commands[] = {
 	  cli_validate, NULL },
 	{ "calibrate", "fit fabric and kernel parameters to measurements",
 	  "usage: llmsim calibrate --db PATH [--run N[,N]...] [--system S]\n"
-	  "                        [--params KEY[,KEY]...] [--max-params N]\n"
-	  "                        [--folds K] [--max-iter N] [--fastest] [-o FILE]\n"
+	  "                        [--params KEY[,KEY]...] [--start KEY=VALUE]...\n"
+	  "                        [--max-params N] [--folds K] [--max-iter N]\n"
+	  "                        [--fastest] [-o FILE]\n"
 	  "\n"
 	  "Fit named parameters of a system (fields `llmsim config help` marks\n"
 	  "fittable, e.g. scale_up.link.sustained or\n"
@@ -308,6 +311,9 @@ static const struct cli_command commands[] = {
 	  "  --system S       the system to fit (default the one the runs name)\n"
 	  "  --params K,...   keys to fit; default: up to --max-params (4) that\n"
 	  "                   move the predictions, independent of each other\n"
+	  "  --start K=V      start the fit of K (one of --params) at V, e.g.\n"
+	  "                   gpu.collective_launch=6.6us (a key the system\n"
+	  "                   leaves at 0 = none has no start of its own)\n"
 	  "  --folds K        cross-validation folds, 2 to 20 (default 5; 0:\n"
 	  "                   none; more than the points: one point each)\n"
 	  "  --max-iter N     solver iterations before giving up (default 60)\n"
@@ -499,6 +505,12 @@ static int dispatch(int argc, char **argv)
 		if (argc > 2 && (c = cli_command(argv[2])) != NULL) {
 			cli_print_usage(stdout, c);
 			return CLI_OK;
+		}
+		if (argc > 2 && strcmp(argv[2], "--help") != 0 &&
+		    strcmp(argv[2], "-h") != 0) {	/* `help TYPO`: not the
+							 * list, exit 0 */
+			unknown_command(argv[2]);
+			return CLI_USAGE;
 		}
 		print_help(stdout);
 		return CLI_OK;

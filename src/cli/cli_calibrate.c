@@ -5,8 +5,13 @@
  * calibration file a system applies by reference (calib.h).
  *
  *   llmsim calibrate --db PATH [--run N[,N]...] [--system S]
- *                    [--params KEY[,KEY]...] [--max-params N] [--folds K]
- *                    [--fastest] [-o FILE]
+ *                    [--params KEY[,KEY]...] [--start KEY=VALUE]...
+ *                    [--max-params N] [--folds K] [--fastest] [-o FILE]
+ *
+ * --start lays the system out with KEY at VALUE before the fit: the
+ * fit's start, and the "before" errors' value (a key the preset leaves
+ * at 0 = none, such as a GPU's collective_launch, has no start of its
+ * own); KEY must be one of the parameters fitted.
  *
  * Exit status: 0; 1 the fit did not converge (or a runtime failure); 2
  * bad input (an unknown or unfittable key, a database without
@@ -29,11 +34,13 @@
 #include "calib/valid.h"
 
 #define MAX_RUNS 64
+#define MAX_STARTS 32
 
 struct copts {
 	const char *db, *system, *params, *out;
 	int64_t runs[MAX_RUNS];
-	int nruns, folds, use_min, max_iter;
+	const char *starts[MAX_STARTS];	/* --start KEY=VALUE, as given */
+	int nruns, nstarts, folds, use_min, max_iter;
 	long max_params;
 };
 
@@ -100,6 +107,19 @@ static int one_opt(void *arg, const char *name, const char *v)
 		o->out = v;
 	else if (strcmp(name, "--run") == 0)
 		return parse_runs(o, v) == CLI_OK ? CLI_OK : CLI_USAGE;
+	else if (strcmp(name, "--start") == 0) {
+		const char *eq = strchr(v, '=');
+
+		if (!eq || eq == v || !eq[1])
+			return cli_usage_error("calibrate", "--start: expected "
+					       "KEY=VALUE, such as gpu.collective_"
+					       "launch=6.6us, got '%s'", v);
+		if (o->nstarts == MAX_STARTS)
+			return cli_usage_error("calibrate", "--start: at most "
+					       "%d", MAX_STARTS);
+		o->starts[o->nstarts++] = strncmp(v, "system.", 7) == 0 ?
+					  v + 7 : v;
+	}
 	else if (strcmp(name, "--folds") == 0) {
 		/* one fold leaves no point out: it ran no cross-validation
 		 * and said nothing */
@@ -128,7 +148,7 @@ static int parse(struct copts *o, int argc, char **argv)
 {
 	static const char *const valued[] = {
 		"--db", "--system", "--params", "-o", "--output", "--run",
-		"--folds", "--max-iter", "--max-params", NULL,
+		"--folds", "--max-iter", "--max-params", "--start", NULL,
 	};
 	static const char *const flags[] = { "--fastest", NULL };
 	int rc;
@@ -316,6 +336,54 @@ static int params(const struct copts *o, struct calib_problem *pb,
 	return CLI_OK;
 }
 
+/* Every --start names a fitted parameter, and puts it inside its
+ * bounds (the fit's start must be a value it can move from). CLI
+ * status. */
+static int check_starts(const struct copts *o, const struct calib_problem *pb)
+{
+	int i;
+	size_t k;
+
+	for (i = 0; i < o->nstarts; i++) {
+		size_t len = strcspn(o->starts[i], "=");
+
+		for (k = 0; k < pb->npar; k++)
+			if (strlen(pb->par[k].key) == len &&
+			    strncmp(pb->par[k].key, o->starts[i], len) == 0)
+				break;
+		if (k == pb->npar)
+			return cli_usage_error("calibrate", "--start %s: not a "
+					       "parameter this fit fits (name it "
+					       "with --params)", o->starts[i]);
+		if (!(pb->par[k].start > pb->par[k].lo &&
+		      pb->par[k].start < pb->par[k].hi))
+			return cli_usage_error("calibrate", "--start %s: a "
+					       "start must lie inside the key's "
+					       "bounds (llmsim config help)",
+					       o->starts[i]);
+	}
+	return CLI_OK;
+}
+
+/* The first point's sets, then the --start ones (arena); NULL when out
+ * of memory. */
+static const char **start_sets(const struct copts *o, struct gathered *g,
+			       size_t *n)
+{
+	size_t i, n0 = (size_t)g->pts[0].nsets;
+	const char **s = arena_alloc(g->cx->arena, (n0 + (size_t)o->nstarts +
+						    1) * sizeof(*s));
+
+	if (!s)
+		return NULL;
+	for (i = 0; i < n0; i++)
+		s[i] = g->pts[0].sets[i];
+	for (i = 0; i < (size_t)o->nstarts; i++)
+		s[n0 + i] = o->starts[i];
+	*n = n0 + (size_t)o->nstarts;
+	return s;
+}
+
 static void print_param(const struct calib_param *p)
 {
 	char s[48], v[48], e[48], lo[48], hi[48];
@@ -386,7 +454,8 @@ int cli_calibrate(int argc, char **argv, const char *argv0)
 	struct config_ctx cx;
 	struct arena a;
 	struct diag d;
-	const char *out;
+	const char *out, **sets;
+	size_t nsets = 0;
 	int rc, fit;
 
 	arena_init(&a);
@@ -407,12 +476,17 @@ int cli_calibrate(int argc, char **argv, const char *argv0)
 				     "give --system");
 		goto out;
 	}
-	if (valid_pred_open(&pred, &cx, pb.system, g.pts[0].sets,
-			    (size_t)g.pts[0].nsets) != 0) {
+	if (!(sets = start_sets(&o, &g, &nsets))) {
+		diag_oom(&d);
+		rc = CLI_FAIL;
+		goto out;
+	}
+	if (valid_pred_open(&pred, &cx, pb.system, sets, nsets) != 0) {
 		rc = d.oom ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}
-	if ((rc = params(&o, &pb, pred.sys, &d)) != CLI_OK)
+	if ((rc = params(&o, &pb, pred.sys, &d)) != CLI_OK ||
+	    (rc = check_starts(&o, &pb)) != CLI_OK)
 		goto out;
 	fit = calib_fit(&pb, &res, &d);
 	if (fit == 0 && o.folds > 1)

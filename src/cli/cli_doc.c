@@ -8,9 +8,12 @@
  *
  * The completion completes commands, each command's options (read from
  * its usage text: every "--word" and "-x" in it), preset names after
- * --system, --kind and for `config show` (asking `llmsim config list`
- * at completion time, so presets added later complete too), and files
- * elsewhere.
+ * --system, --model, --dispatcher, for `run`/`plan` JOB and `config
+ * show` (asking `llmsim config list` at completion time, so presets
+ * added later complete too), the values of --kind (validate's kinds, or
+ * the config kinds), --op (collective's or measure's), --objective,
+ * --backend, --format, --view, the kinds after `config list|help`, and
+ * files elsewhere.
  */
 #include "cli.h"
 
@@ -18,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/coll.h"
+#include "calib/valid.h"
 #include "config/config.h"
 #include "config/schema.h"
 
@@ -135,7 +140,7 @@ static void options_of(const char *usage, char *buf, size_t len)
 			p++;
 		n = (size_t)(p - s);
 		if (n < 2 || n > 60 || s[n - 1] == '-' ||
-		    (s[1] != '-' && n != 2) || (s[1] == '-' && n < 4))
+		    (s[1] != '-' && n != 2) || (s[1] == '-' && n < 3))
 			continue;
 		/* "-x" only where the text lists it as an option ("[-j N]",
 		 * "  -j, --jobs"): not "mpirun -n" or "kill -9" in prose */
@@ -148,13 +153,25 @@ static void options_of(const char *usage, char *buf, size_t len)
 	}
 }
 
+/* Words separated by spaces: a NULL-terminated table's. */
+static void words(FILE *out, const char *const *w)
+{
+	size_t i;
+
+	for (i = 0; w[i]; i++)
+		fprintf(out, "%s%s", i ? " " : "", w[i]);
+}
+
 int cli_doc_completion(FILE *out, const struct cli_command *cmds, size_t n)
 {
 	char opts[1024];
 	size_t i;
 
 	fputs("# bash completion for llmsim (generated: llmsim help "
-	      "--bash-completion)\n_llmsim()\n{\n"
+	      "--bash-completion)\n"
+	      "_llmsim_presets()\n{\n"
+	      "\tllmsim config list \"$@\" 2>/dev/null | sed 's/^  *//; /:$/d'\n"
+	      "}\n_llmsim()\n{\n"
 	      "\tlocal cur prev cmd\n"
 	      "\tcur=${COMP_WORDS[COMP_CWORD]}\n"
 	      "\tprev=${COMP_WORDS[COMP_CWORD-1]}\n"
@@ -165,18 +182,43 @@ int cli_doc_completion(FILE *out, const struct cli_command *cmds, size_t n)
 		fprintf(out, "%s%s", i ? " " : "", cmds[i].name);
 	fputs(" help --help --version\" -- \"$cur\"))\n\t\treturn\n\tfi\n"
 	      "\tcase $prev in\n"
-	      "\t--system) COMPREPLY=($(compgen -W \"$(llmsim config list "
-	      "system 2>/dev/null | sed -n 's/^  *//p')\" -- \"$cur\")); "
-	      "return ;;\n"
-	      "\t--kind) COMPREPLY=($(compgen -W \"gpu link fabric collectives "
-	      "system model framework job\" -- \"$cur\")); return ;;\n"
+	      "\t--system) COMPREPLY=($(compgen -W \"$(_llmsim_presets "
+	      "system)\" -- \"$cur\")); return ;;\n"
+	      "\t--model) COMPREPLY=($(compgen -W \"$(_llmsim_presets "
+	      "model)\" -- \"$cur\")); return ;;\n"
+	      "\t--dispatcher) COMPREPLY=($(compgen -W \"$(_llmsim_presets "
+	      "ep_comm)\" -- \"$cur\")); return ;;\n"
+	      "\t--kind)\n\t\tif [ \"$cmd\" = validate ]; then\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W \"", out);
+	words(out, valid_kind_names);
+	fputs(" all\" -- \"$cur\"))\n\t\telse\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W \"", out);
+	for (i = 0; config_kinds[i]; i++)
+		fprintf(out, "%s%s", i ? " " : "", config_kinds[i]->kind);
+	fputs("\" -- \"$cur\"))\n\t\tfi\n\t\treturn ;;\n"
+	      "\t--op)\n\t\tif [ \"$cmd\" = measure ]; then\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W \"", out);
+	words(out, coll_op_names);
+	fputs(" alltoallv gemm copy\" -- \"$cur\"))\n\t\telse\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W \"", out);
+	words(out, coll_op_names);
+	fputs(" dispatch combine\" -- \"$cur\"))\n\t\tfi\n\t\treturn ;;\n"
+	      "\t--objective) COMPREPLY=($(compgen -W \"throughput memory "
+	      "cost\" -- \"$cur\")); return ;;\n"
+	      "\t--backend) COMPREPLY=($(compgen -W \"mpi hip cuda\" -- "
+	      "\"$cur\")); return ;;\n"
 	      "\t--format) COMPREPLY=($(compgen -W \"csv json\" -- \"$cur\")); "
 	      "return ;;\n"
-	      "\t--view) COMPREPLY=($(compgen -W \"$(llmsim db views 2>/dev/null "
-	      "| sed -n 's/^\\(v_[a-z0-9_]*\\):.*/\\1/p')\" -- \"$cur\")); "
-	      "return ;;\n"
-	      "\t--db|--trace|-o|--output) COMPREPLY=($(compgen -f -- \"$cur\")); "
-	      "return ;;\n"
+	      "\t--view)\n"	/* the views of the --db the line names */
+	      "\t\tlocal i db=\n"
+	      "\t\tfor ((i = 2; i < COMP_CWORD; i++)); do\n"
+	      "\t\t\t[ \"${COMP_WORDS[i]}\" = --db ] && db=${COMP_WORDS[i+1]}\n"
+	      "\t\tdone\n"
+	      "\t\tCOMPREPLY=($(compgen -W \"$(llmsim db views ${db:+--db \"$db\"} "
+	      "2>/dev/null | sed -n 's/^\\(v_[a-z0-9_]*\\):.*/\\1/p')\" -- "
+	      "\"$cur\"))\n\t\treturn ;;\n"
+	      "\t--db|--trace|--output|--reference|--import|--lib|--blas) "
+	      "COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
 	      "\tesac\n"
 	      "\tcase $cmd in\n", out);
 	for (i = 0; i < n; i++) {
@@ -188,13 +230,27 @@ int cli_doc_completion(FILE *out, const struct cli_command *cmds, size_t n)
 	fputs("\t*) opts=\"--help\" ;;\n\tesac\n"
 	      "\tif [[ $cur == -* ]]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-	      "\telif [ \"$cmd\" = run ]; then\n"
+	      "\telif [ \"$cmd\" = run ] || [ \"$cmd\" = plan ]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -f -X '!*.y*ml' -- \"$cur\") "
-	      "$(compgen -d -- \"$cur\") $(compgen -W \"$(llmsim config list job "
-	      "2>/dev/null | sed -n 's/^  *//p')\" -- \"$cur\"))\n"
+	      "$(compgen -d -- \"$cur\") $(compgen -W \"$(_llmsim_presets job)\" "
+	      "-- \"$cur\"))\n"
+	      "\telif [ \"$cmd\" = sweep ]; then\n"
+	      "\t\tCOMPREPLY=($(compgen -f -X '!*.y*ml' -- \"$cur\") "
+	      "$(compgen -d -- \"$cur\"))\n"
 	      "\telif [ \"$cmd\" = config ] && [ \"$COMP_CWORD\" -eq 2 ]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"show list help import-megatron\" "
 	      "-- \"$cur\"))\n"
+	      "\telif [ \"$cmd\" = config ] && [ \"$COMP_CWORD\" -eq 3 ] && "
+	      "{ [ \"${COMP_WORDS[2]}\" = list ] || "
+	      "[ \"${COMP_WORDS[2]}\" = help ]; }; then\n"
+	      "\t\tCOMPREPLY=($(compgen -W \"", out);
+	for (i = 0; config_kinds[i]; i++)
+		fprintf(out, "%s%s", i ? " " : "", config_kinds[i]->kind);
+	fputs("\" -- \"$cur\"))\n"
+	      "\telif [ \"$cmd\" = config ] && [ \"$COMP_CWORD\" -eq 3 ] && "
+	      "[ \"${COMP_WORDS[2]}\" = show ]; then\n"
+	      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\") $(compgen -W "
+	      "\"$(_llmsim_presets)\" -- \"$cur\"))\n"
 	      "\telif [ \"$cmd\" = db ] && [ \"$COMP_CWORD\" -eq 2 ]; then\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"views export merge\" -- \"$cur\"))\n"
 	      "\telse\n"

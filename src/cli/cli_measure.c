@@ -717,6 +717,7 @@ static int import(const struct mopts *o, struct measure_stream *s,
 		  struct diag *d)
 {
 	FILE *f = strcmp(o->import, "-") == 0 ? stdin : fopen(o->import, "r");
+	FILE *t = NULL;
 	int rc, err;
 
 	if (!f) {
@@ -724,10 +725,15 @@ static int import(const struct mopts *o, struct measure_stream *s,
 			   strerror(errno));
 		return CLI_USAGE;
 	}
-	rc = read_lines(f, o->import, s, o, d);
+	/* nccl-tests' own text is converted (measure_nccl.c) */
+	rc = measure_nccl_text(f, o->import, o->op, &t, d);
 	err = ferror(f) ? errno : 0;	/* a directory: EISDIR */
 	if (f != stdin)
 		fclose(f);
+	if (rc == 0) {
+		rc = read_lines(t, o->import, s, o, d);
+		fclose(t);
+	}
 	if (rc != 0)
 		return d->oom ? CLI_FAIL : CLI_USAGE;
 	if (err) {

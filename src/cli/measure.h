@@ -100,4 +100,11 @@ void measure_print_point(FILE *out, const struct store_meas_row *p);
 void measure_print_footer(FILE *out, const struct measure_log *m);
 void measure_print_csv(FILE *out, const struct measure_log *m, int header);
 
+/* measure_nccl.c: the input in, as protocol lines in *out (a temporary
+ * file, rewound; the caller closes it): nccl-tests / rccl-tests text
+ * output converted (op: its "Collective test starting" line, else
+ * op_opt), anything else as it is. 0, or -1 after reporting. */
+int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
+		      FILE **out, struct diag *d);
+
 #endif

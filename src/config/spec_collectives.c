@@ -5,6 +5,7 @@
  *
  *   pxn: true
  *   ring_own_nics: true                      (optional)
+ *   gpu_floor: true                          (optional)
  *   max_channels: 32
  *   net_overhead: {ll: 1 us, ll128: 1 us, simple: 3 us}
  *   protocols:
@@ -702,6 +703,12 @@ static const struct schema_field lib_fields[] = {
 		  "NIC and the next node runs its order reversed from that "
 		  "rail (RCCL's rome-model rings); false: they enter and leave "
 		  "on one rail" },
+	{ .key = "gpu_floor", .type = ST_BOOL, .offset = OFF(gpu_floor),
+	  .def = "false",
+	  .help = "its ring LL kernels run at the GPU's own fixed cost and "
+		  "step (the GPU's collective_launch, collective_ll_step, "
+		  "where set) in place of the ring's base and hop_scale_up for "
+		  "LL; its tuner still times them at base and hop_scale_up" },
 	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
 	  .def = "32", .min = 1, .max = 1024,
 	  .help = "most parallel rings/trees one collective uses" },

@@ -229,6 +229,9 @@ struct coll_lib_spec {
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
 	int ring_own_nics;				/* a ring leaves a node on its last GPU's own NIC and
 							 * the next node runs reversed from that rail */
+	int gpu_floor;					/* its ring LL kernels run at the GPU's own
+							 * collective_launch / collective_ll_step
+							 * (the tuner keeps base / hop_scale_up) */
 	int64_t max_channels;				/* parallel rings/trees per collective */
 	struct coll_proto_times net_overhead;		/* s, floor of a step when the group spans nodes */
 	struct coll_proto_spec proto[PROTO_COUNT];	/* per protocol */

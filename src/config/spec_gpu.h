@@ -236,6 +236,13 @@ struct gpu_spec {
 	double p2p_peer_s;			/* s, what each peer beyond the first adds to that
 						 * kernel's fixed cost (its send and receive
 						 * tasks); 0 = nothing */
+	double collective_launch_s;		/* s, fixed cost of a collective library's LL
+						 * ring kernel on this GPU before its first step
+						 * (launch, first flag exchange); 0 = the
+						 * library's base */
+	double collective_ll_step_s;		/* s, one LL ring step between two GPUs of its
+						 * scale-up fabric (data+flag store, the peer's
+						 * poll); 0 = the library's hop_scale_up */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert

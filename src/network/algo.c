@@ -485,13 +485,16 @@ static void setup(struct algo_ctx *x)
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
-	       struct ham_cache *ham, const struct coll_desc *c, int algo,
-	       int proto, struct plan *out, const char **why)
+	       const struct algo_floor *floor, struct ham_cache *ham,
+	       const struct coll_desc *c, int algo, int proto,
+	       struct plan *out, const char **why)
 {
 	struct algo_ctx x = { .t = t, .lib = lib, .c = c, .ham = ham,
 			      .algo = algo, .proto = proto };
 	int rc;
 
+	if (floor)
+		x.floor = *floor;
 	plan_init(out, algo, proto);
 	if (check_desc(c, why) != 0)
 		return -2;

@@ -43,6 +43,15 @@
 #include "ham.h"
 #include "plan.h"
 
+/* The GPU's own cost of a ring LL collective kernel (its gpu.yaml
+ * collective_launch and collective_ll_step), where the library runs at
+ * them (its gpu_floor): the ring's LL phases run at base_s + steps x
+ * step_s over the scale-up fabric, in place of the library's base and
+ * hop_scale_up, which its tuner keeps. 0 = the library's value. */
+struct algo_floor {
+	double base_s, step_s;
+};
+
 struct algo_ctx {
 	const struct topo *t;
 	const struct coll_lib_spec *lib;
@@ -58,19 +67,22 @@ struct algo_ctx {
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
 	int select_view;		/* hops as the library's tuner sees them (select_hop_*) */
+	struct algo_floor floor;	/* the GPU's ring LL costs; zeros = none */
 	struct pipe pipe;		/* this phase's chunked pipeline (algo_pipe) */
 	const char *why;		/* why the algorithm does not apply */
 };
 
 /*
- * Build the plan of algorithm algo with protocol proto for collective c.
+ * Build the plan of algorithm algo with protocol proto for collective c
+ * (floor: the GPU's ring LL costs, or NULL for the library's).
  * Returns 0; 1 when the algorithm does not apply to this op, group or
  * topology (*why says why); -1 when out of memory; -2 when c itself is
  * bad (*why says why).
  */
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
-	       struct ham_cache *ham, const struct coll_desc *c, int algo,
-	       int proto, struct plan *out, const char **why);
+	       const struct algo_floor *floor, struct ham_cache *ham,
+	       const struct coll_desc *c, int algo, int proto,
+	       struct plan *out, const char **why);
 
 /*
  * The plan of an all-to-all on a non-library path (c->path: GPU-initiated

@@ -125,8 +125,17 @@ uint32_t algo_rail(const struct algo_ctx *x, uint32_t r)
 	return topo_rail_of(x->t, route_local(x->t, group_gpu(&x->g, r)));
 }
 
+/* Whether the phase runs at the GPU's own ring LL costs (algo.h
+ * algo_floor): a ring (or its chain) with LL, outside the tuner's view. */
+static int gpu_floor(const struct algo_ctx *x)
+{
+	return !x->select_view && x->algo == ALGO_RING && x->proto == PROTO_LL;
+}
+
 double algo_base(const struct algo_ctx *x)
 {
+	if (gpu_floor(x) && x->floor.base_s > 0)
+		return x->floor.base_s;
 	return x->as->base.s[x->proto];
 }
 
@@ -144,6 +153,8 @@ double algo_hop(const struct algo_ctx *x, int tr)
 	 * Ring/Simple NET 320 us, a knob that steers it to trees). */
 	if (x->select_view && sel && sel->s[x->proto] > 0)
 		v = sel->s[x->proto];
+	else if (tr == TT_SCALE_UP && gpu_floor(x) && x->floor.step_s > 0)
+		v = x->floor.step_s;
 	if (x->phys_s[tr] > v)
 		v = x->phys_s[tr];
 	/* NCCL and RCCL floor a ring's intra-node steps at the net overhead

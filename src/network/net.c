@@ -59,6 +59,8 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "base/mix.h"
+#include "config/spec_gpu.h"
+#include "config/spec_system.h"
 #include "algo.h"
 #include "flow.h"
 #include "ham.h"
@@ -85,6 +87,7 @@ struct net {
 	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
 	int replay;			/* replay idle-link collectives */
 	int noguests;			/* no guests on replays (flow.c) */
+	struct algo_floor floor;	/* the GPU's ring LL costs (gpu_floor) */
 	int failed;
 	char error[256];
 };
@@ -222,6 +225,19 @@ static double pipeline_bytes(const struct coll_desc *c)
 	return most;
 }
 
+/* The GPU's own ring LL costs where the library runs at them (its
+ * gpu_floor), else NULL (the library's base and hop). */
+static const struct algo_floor *gpu_floor(struct net *n)
+{
+	const struct gpu_spec *g = n->sys->gpu;
+
+	if (!n->sys->collectives->gpu_floor || !g)
+		return NULL;
+	n->floor = (struct algo_floor){ g->collective_launch_s,
+					g->collective_ll_step_s };
+	return &n->floor;
+}
+
 static struct cplan *build(struct net *n, const struct coll_desc *c,
 			   int algo, int proto, int *rc, const char **why)
 {
@@ -241,8 +257,8 @@ static struct cplan *build(struct net *n, const struct coll_desc *c,
 		*rc = algo_path_build(n->topo, n->sys->collectives, &n->ham,
 				      &unit, &cp->plan, why);
 	else
-		*rc = algo_build(n->topo, n->sys->collectives, &n->ham, &unit,
-				 algo, proto, &cp->plan, why);
+		*rc = algo_build(n->topo, n->sys->collectives, gpu_floor(n),
+				 &n->ham, &unit, algo, proto, &cp->plan, why);
 	if (*rc == 0 && c->replicas > 1 &&
 	    crun_charge_replicas(n->topo, &cp->plan, c->replicas, c->ngpus) != 0)
 		*rc = -1;

@@ -30,9 +30,12 @@ struct rep {
 extern const char *const rep_part_cols[REP_PARTS];	/* "compute_s", ... */
 extern const char *const rep_part_names[REP_PARTS];	/* "compute", ... */
 
-/* Memory parts per GPU. */
-#define REP_MEM 5
-extern const char *const rep_mem_cols[REP_MEM];		/* "weights_bytes", ... */
+/* Memory parts per GPU: the REP_MEM_COLS of v_runs, then the rest of
+ * the peak (an inference or serving run's KV cache pool: v_runs has no
+ * column for it; 0 for a training step, whose parts sum to its peak). */
+#define REP_MEM_COLS 5
+#define REP_MEM (REP_MEM_COLS + 1)
+extern const char *const rep_mem_cols[REP_MEM_COLS];	/* "weights_bytes", ... */
 extern const char *const rep_mem_names[REP_MEM];
 
 /* One step result as the report uses it (a row of v_runs). */

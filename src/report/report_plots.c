@@ -20,12 +20,13 @@ const char *const rep_part_names[REP_PARTS] = {
 	"compute", "exposed communication", "pipeline bubble", "optimizer",
 	"other",
 };
-const char *const rep_mem_cols[REP_MEM] = {
+const char *const rep_mem_cols[REP_MEM_COLS] = {
 	"weights_bytes", "gradients_bytes", "optimizer_bytes",
 	"activations_bytes", "workspace_bytes",
 };
 const char *const rep_mem_names[REP_MEM] = {
 	"weights", "gradients", "optimizer states", "activations", "workspace",
+	"KV cache (the rest of the peak)",
 };
 
 const char REP_RUN_COLS[] =
@@ -33,7 +34,9 @@ const char REP_RUN_COLS[] =
 	"exposed_comm_s, bubble_s, optimizer_s, other_s, "
 	"tokens_per_s_per_gpu, weights_bytes, gradients_bytes, "
 	"optimizer_bytes, activations_bytes, workspace_bytes, "
-	"peak_bytes_per_gpu, usable_bytes_per_gpu, fits";
+	"peak_bytes_per_gpu, usable_bytes_per_gpu, fits, "
+	"(SELECT json_extract(config_json, '$.phase') FROM runs "
+	"WHERE runs.id = run_id) AS phase";
 
 static double num(const struct store_val *v)
 {
@@ -43,25 +46,39 @@ static double num(const struct store_val *v)
 int rep_run_read(struct rep *R, int n, const struct store_val *v,
 		 struct rep_run *r)
 {
+	const char *phase, *what = "";
+	double sum = 0;
 	int i;
 
-	if (n < 22)
+	if (n < 23)
 		return -1;
 	memset(r, 0, sizeof(*r));
+	/* an inference job's step is one engine step, a serving run's the
+	 * mean of its engine steps: said beside the job's name */
+	phase = v[22].text ? v[22].text : "training";
+	if (strcmp(phase, "serving") == 0)
+		what = " (serving, mean step)";
+	else if (strcmp(phase, "training") != 0)
+		what = strcmp(phase, "prefill") == 0 ? " (prefill step)"
+						     : " (decode step)";
 	r->run_id = v[0].i;
-	r->label = arena_printf(R->a, "%s: %.0f x %s, tp %.0f pp %.0f dp %.0f",
-				v[1].text ? v[1].text : "job", num(&v[2]),
+	r->label = arena_printf(R->a, "%s%s: %.0f x %s, tp %.0f pp %.0f dp %.0f",
+				v[1].text ? v[1].text : "job", what, num(&v[2]),
 				v[3].text ? v[3].text : "gpu", num(&v[4]),
 				num(&v[5]), num(&v[6]));
 	r->step_s = num(&v[7]);
 	for (i = 0; i < REP_PARTS; i++)
 		r->part_s[i] = num(&v[8 + i]);
 	r->tokens_per_s_per_gpu = num(&v[13]);
-	for (i = 0; i < REP_MEM; i++)
-		r->mem_B[i] = num(&v[14 + i]);
+	for (i = 0; i < REP_MEM_COLS; i++)
+		sum += r->mem_B[i] = num(&v[14 + i]);
 	r->peak_B = num(&v[19]);
 	r->usable_B = num(&v[20]);
 	r->fits = num(&v[21]) != 0;
+	/* the rest of the peak, past rounding (a training step's parts
+	 * are its peak: 0 there) */
+	r->mem_B[REP_MEM_COLS] = r->peak_B - sum > 1e-9 * r->peak_B ?
+				 r->peak_B - sum : 0;
 	return r->label ? 0 : -1;
 }
 
@@ -239,8 +256,9 @@ void rep_breakdown_plot(struct rep *R, const struct rep_run *runs, size_t n,
 		}
 	}
 	svg_legend(&p, rep_part_names, colors, REP_PARTS);
-	svg_close(&p, "The critical path of one step split into its parts; "
-		  "hover a segment for its time.");
+	svg_close(&p, "The critical path of one step split into its parts "
+		  "(a prefill or decode job: one engine step; a serving run: "
+		  "its mean engine step); hover a segment for its time.");
 	R->plots++;
 }
 
@@ -288,7 +306,9 @@ void rep_memory_plot(struct rep *R, const struct rep_run *runs, size_t n,
 			       runs[i].fits ? NULL : "does not fit");
 	}
 	svg_legend(&p, rep_mem_names, colors, REP_MEM);
-	svg_close(&p, "Peak memory of the worst pipeline stage, stacked; the "
-		  "vertical tick is the GPU's usable capacity.");
+	svg_close(&p, "Peak memory of the worst pipeline stage, stacked (an "
+		  "inference or serving run's KV cache pool is the rest of "
+		  "its peak); the vertical tick is the GPU's usable "
+		  "capacity.");
 	R->plots++;
 }

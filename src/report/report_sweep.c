@@ -8,8 +8,13 @@
  * the most values as categories. Every combination of the other axes'
  * values is one series, in order of first appearance, at most
  * REPORT_MAX_SERIES of them (the page says when some are left out).
+ * A series is known by all its values, however long (the legend shows
+ * them shortened); an axis whose value follows from x's (x's partner in
+ * a zip group: system.nodes beside parallelism.dp) is not a series'
+ * value, or each of its points would be a series of its own.
  *
- * Heat map. Over the x axis and the other axis with the most values;
+ * Heat map. Over the x axis and the other axis with the most values
+ * that does not follow x's (none: no heat map);
  * a cell is the fastest step among the points with those two values
  * (any values of the remaining axes: the tooltip names the point).
  * Brighter is faster, on a log scale between the fastest and slowest
@@ -26,6 +31,9 @@
 #include "base/arena.h"
 #include "base/mem.h"
 
+/* Longest legend entry (characters; the series itself is whole). */
+#define REPORT_LEGEND_CHARS 120
+
 struct val {
 	const char *text;		/* as shown */
 	double x;			/* its number, when numeric */
@@ -38,6 +46,8 @@ struct point {
 	const char *status, *reason;
 	struct val *v;			/* [naxes] */
 	struct rep_run run;		/* when ok */
+	const char *series;		/* its curves' series (curves()) */
+	int drawn;			/* its series is drawn */
 };
 
 /* Distinct values of one axis, sorted when all are numbers. */
@@ -55,6 +65,7 @@ struct sweep_data {
 	size_t nax, axcap;
 	struct point *pt;
 	size_t npt, ptcap;
+	unsigned char *follows;		/* [nax]: the axis follows x's value */
 	int oom;
 };
 
@@ -202,24 +213,77 @@ static size_t pick_x(const struct sweep_data *s)
 	return best;
 }
 
-/* The label of point p: the values of the axes other than xk (every
- * axis for xk = (size_t)-1) that take more than one value in the sweep
- * (the others say nothing), shortened past 60 characters. */
+/* The values of point p on the axes other than xk (every axis for xk =
+ * (size_t)-1) that take more than one value in the sweep (the others
+ * say nothing) and do not follow xk's value: "key=value, ...", whole
+ * (a series' identity); NULL when out of memory. */
 static const char *series_of(struct sweep_data *s, const struct point *p,
 			     size_t xk)
 {
-	char buf[256];
-	size_t k, at = 0;
+	const char *out = "";
+	size_t k;
 
-	buf[0] = '\0';
-	for (k = 0; k < s->nax && at < sizeof(buf); k++)
-		if (k != xk && s->ax[k].n > 1)
-			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s=%s",
-					       at ? ", " : "", s->ax[k].key,
-					       p->v[k].text);
-	if (at > 60)
-		memcpy(buf + 57, "...", 4);
-	return arena_strdup(s->R->a, at ? buf : "all points");
+	for (k = 0; k < s->nax && out; k++)
+		if (k != xk && s->ax[k].n > 1 &&
+		    !(xk != (size_t)-1 && s->follows && s->follows[k]))
+			out = arena_printf(s->R->a, "%s%s%s=%s", out,
+					   *out ? ", " : "", s->ax[k].key,
+					   p->v[k].text);
+	return out && !*out ? "all points" : out;
+}
+
+/* Every varying axis's value of point p, for a tooltip or a table. */
+static const char *values_of(struct sweep_data *s, const struct point *p)
+{
+	const char *v = series_of(s, p, (size_t)-1);
+
+	return v ? v : "?";
+}
+
+/* Label text shortened to at most max characters (a legend entry, a
+ * bar's label); text itself when that fails (out of memory). */
+static const char *shorten(struct sweep_data *s, const char *text,
+			   size_t max)
+{
+	char *t;
+
+	if (!text || strlen(text) <= max || max < 4)
+		return text;
+	if (!(t = arena_strndup(s->R->a, text, max)))
+		return text;
+	memcpy(t + max - 3, "...", 3);
+	return t;
+}
+
+/* s->follows[k] = 1 when every two ok points with the same value on
+ * axis xk have the same value on axis k (k != xk): a zip partner of
+ * xk, or an axis of cases that set it with xk. 0 or -1 (OOM). */
+static int mark_followers(struct sweep_data *s, size_t xk)
+{
+	long *seen = arena_alloc(s->R->a, (s->ax[xk].n + 1) * sizeof(*seen));
+	size_t k, i;
+
+	s->follows = arena_alloc(s->R->a, (s->nax + 1) * sizeof(*s->follows));
+	if (!seen || !s->follows)
+		return -1;
+	for (k = 0; k < s->nax; k++) {
+		s->follows[k] = k != xk;
+		for (i = 0; i < s->ax[xk].n; i++)
+			seen[i] = -1;
+		for (i = 0; i < s->npt && s->follows[k]; i++) {
+			const struct point *p = &s->pt[i];
+			long cx = val_index(&s->ax[xk], &p->v[xk]);
+			long cv = val_index(&s->ax[k], &p->v[k]);
+
+			if (!p->ok || cx < 0)
+				continue;
+			if (seen[cx] == -1)
+				seen[cx] = cv;
+			else if (seen[cx] != cv)
+				s->follows[k] = 0;
+		}
+	}
+	return 0;
 }
 
 /* x position of point p on the curve plot. */
@@ -284,15 +348,14 @@ static void draw_series(struct sweep_data *s, struct svg_plot *p, size_t xk,
 	for (i = 0; i < s->npt; i++) {
 		struct point *pt = &s->pt[i];
 
-		if (!pt->ok || strcmp(series_of(s, pt, xk), series) != 0)
+		if (!pt->ok || strcmp(pt->series, series) != 0)
 			continue;
 		xy[2 * m] = xpos(s, xk, pt);
 		xy[2 * m + 1] = metric(pt, which) * per;
 		m++;
-		snprintf(tip, sizeof(tip), "point %lld: %s=%s, %s\nstep %s, "
+		snprintf(tip, sizeof(tip), "point %lld: %s\nstep %s, "
 			 "%.4g tokens/s per GPU", (long long)pt->idx,
-			 s->ax[xk].key, pt->v[xk].text, series,
-			 rep_time(pt->run.step_s, t, sizeof(t)),
+			 values_of(s, pt), rep_time(pt->run.step_s, t, sizeof(t)),
 			 pt->run.tokens_per_s_per_gpu);
 		svg_marker(p, xpos(s, xk, pt), metric(pt, which) * per, color,
 			   tip);
@@ -306,7 +369,8 @@ static void draw_series(struct sweep_data *s, struct svg_plot *p, size_t xk,
 }
 
 static void curve(struct sweep_data *s, size_t xk, int which,
-		  const char **series, size_t nser, const char **colors)
+		  const char **series, const char **labels, size_t nser,
+		  const char **colors)
 {
 	struct svg_plot p;
 	double lo = INFINITY, hi = 0, per = 1;
@@ -314,7 +378,7 @@ static void curve(struct sweep_data *s, size_t xk, int which,
 	size_t i;
 
 	for (i = 0; i < s->npt; i++)
-		if (s->pt[i].ok) {
+		if (s->pt[i].ok && s->pt[i].drawn) {
 			lo = fmin(lo, metric(&s->pt[i], which));
 			hi = fmax(hi, metric(&s->pt[i], which));
 		}
@@ -335,7 +399,7 @@ static void curve(struct sweep_data *s, size_t xk, int which,
 	svg_frame(&p);
 	for (i = 0; i < nser; i++)
 		draw_series(s, &p, xk, series[i], which, per, colors[i]);
-	svg_legend(&p, series, colors, nser);
+	svg_legend(&p, labels, colors, nser);
 	svg_close(&p, NULL);
 	s->R->plots++;
 }
@@ -345,38 +409,51 @@ static int curves(struct sweep_data *s, size_t xk)
 {
 	const char **series = arena_alloc(s->R->a, (REPORT_MAX_SERIES + 1) *
 					  sizeof(*series));
+	const char **labels = arena_alloc(s->R->a, (REPORT_MAX_SERIES + 1) *
+					  sizeof(*labels));
 	const char **colors = arena_alloc(s->R->a, (REPORT_MAX_SERIES + 1) *
 					  sizeof(*colors));
-	size_t i, j, n = 0, dropped = 0;
+	const char **more = NULL;	/* the combinations not drawn */
+	size_t i, j, n = 0, nmore = 0, morecap = 0;
 
-	if (!series || !colors)
+	if (!series || !labels || !colors || mark_followers(s, xk) != 0)
 		return -1;
 	for (i = 0; i < s->npt; i++) {
-		const char *k;
+		struct point *pt = &s->pt[i];
 
-		if (!s->pt[i].ok)
+		if (!pt->ok)
 			continue;
-		if (!(k = series_of(s, &s->pt[i], xk)))
+		if (!(pt->series = series_of(s, pt, xk)))
 			return -1;
-		for (j = 0; j < n && strcmp(series[j], k) != 0; j++)
+		for (j = 0; j < n && strcmp(series[j], pt->series) != 0; j++)
 			;
+		pt->drawn = j < n || n < REPORT_MAX_SERIES;
 		if (j < n)
 			continue;
-		if (n == REPORT_MAX_SERIES) {
-			dropped++;
+		if (n == REPORT_MAX_SERIES) {	/* counted once each */
+			for (j = 0; j < nmore && strcmp(more[j], pt->series);
+			     j++)
+				;
+			if (j == nmore &&
+			    (arena_grow(s->R->a, (void **)&more, &morecap,
+					nmore + 1, sizeof(*more)) != 0))
+				return -1;
+			if (j == nmore)
+				more[nmore++] = pt->series;
 			continue;
 		}
 		colors[n] = svg_color(n);
-		series[n++] = k;
+		labels[n] = shorten(s, pt->series, REPORT_LEGEND_CHARS);
+		series[n++] = pt->series;
 	}
 	if (n == 0)
 		return 0;
-	curve(s, xk, 0, series, n, colors);
-	curve(s, xk, 1, series, n, colors);
-	if (dropped)
+	curve(s, xk, 0, series, labels, n, colors);
+	curve(s, xk, 1, series, labels, n, colors);
+	if (nmore)
 		fprintf(s->R->out, "<p class=\"note\">%zu more combinations of "
 			"the other axes are not drawn (at most %d series); the "
-			"view v_sweep_points has them all.</p>\n", dropped,
+			"view v_sweep_points has them all.</p>\n", nmore,
 			REPORT_MAX_SERIES);
 	return 0;
 }
@@ -467,7 +544,7 @@ static void heat(struct sweep_data *s, size_t xk, size_t yk)
 		t = hi > lo ? (log(hi) - log(pt->run.step_s)) /
 			      (log(hi) - log(lo)) : 1;
 		snprintf(tip, sizeof(tip), "point %lld: %s\nstep %s",
-			 (long long)pt->idx, series_of(s, pt, (size_t)-1),
+			 (long long)pt->idx, values_of(s, pt),
 			 rep_time(pt->run.step_s, txt, sizeof(txt)));
 		svg_cell(&p, i % nx, i / nx, svg_ramp(t, col),
 			 rep_time(pt->run.step_s, txt, sizeof(txt)), tip);
@@ -494,7 +571,8 @@ static int point_breakdown(struct sweep_data *s)
 		runs[n] = s->pt[i].run;
 		runs[n].label = arena_printf(s->R->a, "#%lld %s",
 					     (long long)s->pt[i].idx,
-					     series_of(s, &s->pt[i], (size_t)-1));
+					     shorten(s, values_of(s, &s->pt[i]),
+						     60));
 		if (!runs[n++].label)
 			return -1;
 	}
@@ -523,7 +601,7 @@ static void failures(struct sweep_data *s)
 		if (s->pt[i].ok)
 			continue;
 		fprintf(s->R->out, "<tr><td>%lld</td><td>", (long long)s->pt[i].idx);
-		svg_escape(s->R->out, series_of(s, &s->pt[i], (size_t)-1));
+		svg_escape(s->R->out, values_of(s, &s->pt[i]));
 		fprintf(s->R->out, "</td><td>");
 		svg_escape(s->R->out, s->pt[i].status);
 		fprintf(s->R->out, "</td><td><pre>");
@@ -577,10 +655,13 @@ static int one_sweep(struct rep *R, const char *name)
 	xk = pick_x(&s);
 	if (curves(&s, xk) != 0)
 		goto oom;
-	for (yk = k = 0; k < s.nax; k++)
-		if (k != xk && (yk == xk || s.ax[k].n > s.ax[yk].n))
+	/* y: the other axis with the most values, not one that follows x
+	 * (a zip partner would fill the diagonal only) */
+	for (yk = xk, k = 0; k < s.nax; k++)
+		if (k != xk && s.ax[k].n > 1 && !(s.follows && s.follows[k]) &&
+		    (yk == xk || s.ax[k].n > s.ax[yk].n))
 			yk = k;
-	if (s.nax >= 2 && yk != xk)
+	if (yk != xk)
 		heat(&s, xk, yk);
 	if (point_breakdown(&s) != 0)
 		goto oom;

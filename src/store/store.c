@@ -133,8 +133,10 @@ void store_route_allocations(void)
 /* ---- diagnostics ---------------------------------------------------- */
 
 /* What a user can do about the error SQLite reported (primary code). */
-static const char *hint(sqlite3 *db)
+static const char *hint(const struct store *st)
 {
+	sqlite3 *db = st->db;
+
 	switch (sqlite3_extended_errcode(db)) {
 	case SQLITE_CONSTRAINT_NOTNULL:
 		return " (the value is missing, or NaN: SQLite stores a NaN "
@@ -145,8 +147,10 @@ static const char *hint(sqlite3 *db)
 	/* sqlite3_errcode gives the extended code (extended result codes
 	 * are on): SQLITE_READONLY_DIRECTORY and its kin are READONLY. */
 	switch (sqlite3_errcode(db) & 0xff) {
-	case SQLITE_NOTADB:
-		return "; llmsim leaves it alone: use --db PATH to store "
+	case SQLITE_NOTADB:	/* read (report, export, merge's inputs) or
+				 * written (where results go) */
+		return st->reader ? "; give a results database llmsim wrote" :
+		       "; llmsim leaves it alone: use --db PATH to store "
 		       "results elsewhere";
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -183,7 +187,7 @@ void store_report(struct store *st, struct diag *d, const char *fmt, ...)
 		snprintf(os, sizeof(os), " (%s)",
 			 strerror(sqlite3_system_errno(st->db)));
 	diag_error(d, st->path, 0, 0, "%s: %s%s%s", doing,
-		   sqlite3_errmsg(st->db), os, hint(st->db));
+		   sqlite3_errmsg(st->db), os, hint(st));
 }
 
 void store_report_oom(const char *path, struct diag *d)
@@ -396,6 +400,7 @@ static int open_flags(const struct store *st, int readonly)
  * untouched. */
 int store_connect(struct store *st, int readonly, struct diag *d)
 {
+	st->reader = readonly;
 	if (store_open_db(st, st->path, open_flags(st, readonly), d) != 0)
 		return -1;
 	sqlite3_busy_timeout(st->db, st->busy_ms);

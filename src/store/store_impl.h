@@ -25,6 +25,7 @@ struct store {
 	sqlite3 *db;
 	char *path;			/* as given, for diagnostics */
 	int busy_ms;			/* ms to wait for another writer */
+	int reader;			/* opened to read (store_connect) */
 	sqlite3_stmt *begin;		/* BEGIN IMMEDIATE */
 	sqlite3_stmt *commit;
 	sqlite3_stmt *rollback;

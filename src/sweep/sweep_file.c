@@ -693,6 +693,18 @@ int sweep_load(struct arena *a, const char *path, const struct schema *job,
 		     "grid:, zip: or cases:), got %s", kind_name(root));
 		return -1;
 	}
+	/* A job given where a sweep goes (`llmsim sweep JOB.yaml`): one
+	 * error that says so, not one per job key and a missing base. */
+	if (!pair_of(root, "base") && !pair_of(root, "grid") &&
+	    !pair_of(root, "zip") && !pair_of(root, "cases") &&
+	    (pair_of(root, "model") || pair_of(root, "system"))) {
+		errf(&ld, root, 0, "this is a job, not a sweep (it has '%s:' "
+		     "and no base:, grid:, zip: or cases:): run it with "
+		     "'llmsim run %s', or sweep it from a sweep file whose "
+		     "base: names it (docs/sweeps.md)",
+		     pair_of(root, "model") ? "model" : "system", path);
+		return -1;
+	}
 	out->file = root->file;
 	out->name = stem(a, path);
 	if (!out->name) {

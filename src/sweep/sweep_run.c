@@ -409,9 +409,17 @@ static void totals(const struct pool *p, const struct sweep_opts *o)
 	const struct sweep_tally *t = p->t;
 	int i;
 
-	fprintf(stderr, "sweep %s: %llu points in %.1f s (%.1f points/s):",
-		p->c->sw->name, (unsigned long long)p->count, t->seconds,
-		t->seconds > 0 ? (double)done_count(t) / t->seconds : 0);
+	if (done_count(t) < p->count)	/* stopped: what it got to */
+		fprintf(stderr, "sweep %s: %llu of %llu points in %.1f s "
+			"(%.1f points/s):", p->c->sw->name,
+			(unsigned long long)done_count(t),
+			(unsigned long long)p->count, t->seconds,
+			t->seconds > 0 ? (double)done_count(t) / t->seconds : 0);
+	else
+		fprintf(stderr, "sweep %s: %llu points in %.1f s (%.1f "
+			"points/s):", p->c->sw->name,
+			(unsigned long long)p->count, t->seconds,
+			t->seconds > 0 ? (double)done_count(t) / t->seconds : 0);
 	for (i = 0; i < SWEEP_OUTCOMES; i++)
 		fprintf(stderr, "%s %llu %s", i ? "," : "",
 			(unsigned long long)t->n[i], sweep_outcome_names[i]);

@@ -69,6 +69,9 @@ struct table {
 	const char **cell;		/* [rows * ncols] */
 	size_t rows, cap;
 	int *width;			/* [ncols] */
+	uint64_t nother;		/* rows another llmsim computed */
+	const char *other;		/* the first one's llmsim */
+	int others;			/* and some have yet another */
 };
 
 /* The stored results of one point, as text. */
@@ -76,6 +79,9 @@ struct found {
 	struct arena *a;
 	const char *text[NFOUND];	/* step, tok/s/GPU, MFU, memory,
 					 * reason; the plan's layout */
+	const char *version;		/* this llmsim's */
+	const char *other;		/* the stored run's llmsim, when
+					 * another than version */
 	int oom;
 };
 
@@ -95,12 +101,19 @@ static int read_result(void *ctx, int n, const char *const *names,
 	size_t len, k;
 
 	(void)names;
-	if (n < 8)
+	if (n < 9)
 		return 1;
+	if (v[8].text && f->version && strcmp(v[8].text, f->version) != 0) {
+		f->other = arena_strdup(f->a, v[8].text);
+		f->oom |= !f->other;
+	}
 	if (v[0].type != STORE_REAL && v[0].type != STORE_INT) {
 		reason = v[5].text ? v[5].text : "";
 		len = strcspn(reason, "\n");
-		f->text[4] = arena_strndup(f->a, reason, len > 160 ? 160 : len);
+		/* past 160 characters, cut and say so (v_sweep_points has
+		 * it whole) */
+		f->text[4] = len > 160 ? arena_printf(f->a, "%.157s...", reason)
+				       : arena_strndup(f->a, reason, len);
 		f->oom = !f->text[4];
 		return 1;
 	}
@@ -160,7 +173,8 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 {
 	char id[32];
 	const char *p[] = { id, hash };
-	struct found f = { t->a, { "-", "-", "-", "-", "", "-" }, 0 };
+	struct found f = { t->a, { "-", "-", "-", "-", "", "-" },
+			   c->o->version, NULL, 0 };
 	size_t k, at = 0;
 
 	snprintf(id, sizeof(id), "%lld", (long long)c->sweep_id);
@@ -176,8 +190,8 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 				    "s.tokens_per_s / json_extract(r.result_json,"
 				    " '$.gpus'), s.mfu, s.peak_bytes_per_gpu, "
 				    "s.fits, p.reason, p.status, "
-				    "json_extract(r.result_json, '$.layout') "
-				    "FROM sweep_points "
+				    "json_extract(r.result_json, '$.layout'), "
+				    "r.llmsim_version FROM sweep_points "
 				    "p LEFT JOIN runs r ON r.id = p.run_id LEFT "
 				    "JOIN step_results s ON s.run_id = p.run_id "
 				    "WHERE p.sweep_id = ?1 AND p.point_hash = ?2",
@@ -192,6 +206,10 @@ static int point_row(struct sweep_ctx *c, struct table *t, const char **cells,
 			return -1;
 	if (f.oom)
 		return -1;
+	if (f.other && t->nother++ == 0)
+		t->other = f.other;
+	else if (f.other && strcmp(f.other, t->other) != 0)
+		t->others = 1;
 	return add_row(t, cells);
 }
 
@@ -244,6 +262,15 @@ int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
 			goto oom;
 	}
 	print_table(c->o->out, &t);
+	/* Resuming keys a point by its resolved job, not by the llmsim
+	 * that simulated it: say when the table mixes builds. */
+	if (t.nother)
+		fprintf(stderr, "sweep %s: %llu of these points were simulated "
+			"by another llmsim (%s%s; this is %s) and kept as "
+			"stored: their numbers are that build's; rename the "
+			"sweep or use another --db to simulate them again\n",
+			c->sw->name, (unsigned long long)t.nother, t.other,
+			t.others ? " and others" : "", c->o->version);
 	rc = 0;
 	goto out;
 oom:

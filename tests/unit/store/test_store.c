@@ -173,6 +173,30 @@ Test(store, refuses_a_damaged_schema_version)
 	sf_assert_no_leaks();
 }
 
+/* A reader (report, db views/export, db merge's inputs) of a file that is
+ * not a database is told to give one llmsim wrote, not "use --db PATH to
+ * store results elsewhere": it stores nothing (the writer's hint). */
+Test(store, a_reader_of_a_file_that_is_not_a_database_is_not_told_to_store)
+{
+	struct sf_capture c;
+	FILE *f;
+
+	make_results_dir();
+	f = fopen(sf_db_path, "w");
+	cr_assert_not_null(f);
+	fputs("a: 1\nthis is a config named llmsim.db by mistake\n", f);
+	fclose(f);
+	sf_cap_init(&c);
+	cr_assert_null(store_open_readonly(sf_db_path, &c.d));
+	cr_assert_eq(c.d.errors, 1, "want one error, got: %s", sf_cap_text(&c));
+	sf_assert_says(&c, "file is not a database");
+	sf_assert_says(&c, "give a results database llmsim wrote");
+	cr_assert_null(strstr(sf_cap_text(&c), "store results elsewhere"),
+		       "a reader's hint: %s", sf_cap_text(&c));
+	sf_cap_release(&c);
+	sf_assert_no_leaks();
+}
+
 Test(store, refuses_a_file_that_is_not_a_database)
 {
 	static const char text[] =

@@ -1,0 +1,83 @@
+#!/bin/sh
+# nccl-import.sh - `llmsim measure --import` of nccl-tests' own text output
+# (src/cli/measure_nccl.c), and calibrating from it:
+#
+#  1. nccl-tests 2.17's layout (tests/measure/nccl-tests-allgather-8xh100.txt:
+#     "Collective test starting", Rank lines, redop / root columns): op,
+#     ranks, per-rank count, iterations, check, library versions as the
+#     output says them; stored.
+#  2. An older layout (no test name, no redop / root, -c 0, 2 hosts x 2
+#     GPUs): refused without --op (2); with --op 2 nodes x 2, check
+#     "skipped", NCCL's version from its INFO line.
+#  3. Two runs in one file: two runs stored.
+#  4. `llmsim calibrate` from the imported all-gather (the GPU's ring LL
+#     floor from NCCL's line, --start): converges, the fitted launch and
+#     step inside the values the table implies (3-7 us, 0.4-1.5 us).
+#  5. Bad input (2, the line named): a row whose time is not a number, a
+#     test llmsim does not predict, --op gemm.
+set -u
+llmsim=${LLMSIM:-build/llmsim}
+. "$(dirname "$0")/lib.sh"
+dir=$(dirname "$0")/measure
+ag=$dir/nccl-tests-allgather-8xh100.txt
+old=$dir/nccl-tests-old-2x2xa100.txt
+
+# 1.
+"$llmsim" measure --import "$ag" --system dgx-h100 --no-store --json >"$tmp/ag.json" 2>"$tmp/err" ||
+	{ bad "import nccl-tests 2.17 text: exit $?"; cat "$tmp/err"; }
+tr -d ' \t\n' <"$tmp/ag.json" >"$tmp/ag.flat"
+for want in '"op":"allgather","dtype":"float","bytes":1024,"count":32,"ranks":8,"iters":20,"time_us":10.4' \
+	'"bytes":65536,"count":2048' '"check":"ok"'; do
+	grep -q "$want" "$tmp/ag.flat" || bad "nccl-tests 2.17 text: no $want"
+done
+[ "$(grep -o '"type":"point"' "$tmp/ag.flat" | wc -l)" = 7 ] || bad "nccl-tests 2.17 text: not 7 points"
+"$llmsim" measure --import "$ag" --system dgx-h100 --no-store >"$tmp/out" 2>&1
+grep -q 'allgather, 8 ranks (1 node x 8), nccl-tests backend' "$tmp/out" &&
+	grep -q 'NCCL 2.29.2, nccl-tests 2.17.1; NVIDIA H100 80GB HBM3 on node-a' "$tmp/out" ||
+	{ bad "nccl-tests 2.17 text: header"; cat "$tmp/out"; }
+"$llmsim" measure --import "$ag" --system dgx-h100 --db "$tmp/ag.db" >/dev/null 2>&1 ||
+	bad "nccl-tests 2.17 text: not stored"
+
+# 2.
+"$llmsim" measure --import "$old" --no-store >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'give it with --op' "$tmp/err" ||
+	{ bad "old layout without --op: not refused"; cat "$tmp/err"; }
+"$llmsim" measure --import "$old" --op reducescatter --system dgx-a100 --no-store \
+	>"$tmp/out" 2>"$tmp/err" || { bad "old layout with --op: exit $?"; cat "$tmp/err"; }
+grep -q 'reducescatter, 4 ranks (2 nodes x 2)' "$tmp/out" &&
+	grep -q 'NCCL 2.18.5+cuda12.2' "$tmp/out" && grep -q 'skipped' "$tmp/out" &&
+	grep -q '20.30' "$tmp/out" || { bad "old layout: table"; cat "$tmp/out"; }
+
+# 3.
+cat "$ag" "$ag" >"$tmp/two.txt"
+sed -i '1,/concluded/s/10.40/10.50/' "$tmp/two.txt"	# not the same run twice
+"$llmsim" measure --import "$tmp/two.txt" --system dgx-h100 --db "$tmp/two.db" >/dev/null 2>"$tmp/err" ||
+	{ bad "two runs: exit $?"; cat "$tmp/err"; }
+grep -q 'stored as run 2' "$tmp/err" || { bad "two runs: not two"; cat "$tmp/err"; }
+
+# 4.
+if "$llmsim" calibrate --db "$tmp/ag.db" --params gpu.collective_launch,gpu.collective_ll_step \
+	--start gpu.collective_launch=6.6us --start gpu.collective_ll_step=0.6us \
+	--folds 0 -o "$tmp/cal.yaml" >"$tmp/out" 2>&1; then
+	sed -n 's/.*key: gpu.collective_launch, value: \([^,]*\),.*/\1/p' "$tmp/cal.yaml" |
+		awk '{ exit !($1 > 3e-6 && $1 < 7e-6) }' || { bad "calibrate: launch"; cat "$tmp/cal.yaml"; }
+	sed -n 's/.*key: gpu.collective_ll_step, value: \([^,]*\),.*/\1/p' "$tmp/cal.yaml" |
+		awk '{ exit !($1 > 0.4e-6 && $1 < 1.5e-6) }' || { bad "calibrate: step"; cat "$tmp/cal.yaml"; }
+else
+	bad "calibrate from nccl-tests text: exit $?"; cat "$tmp/out"
+fi
+
+# 5.
+sed 's/^\(        2048  *64  *float  *none  *-1 \)   10.75/\1    fast /' "$ag" >"$tmp/badrow.txt"
+grep -q ' fast ' "$tmp/badrow.txt" || bad "could not write the bad row"
+"$llmsim" measure --import "$tmp/badrow.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'badrow.txt:20: error: an nccl-tests row' "$tmp/err" ||
+	{ bad "a bad row: not refused at its line"; cat "$tmp/err"; }
+sed 's/all_gather_perf/hypercube_perf/' "$ag" >"$tmp/hyper.txt"
+"$llmsim" measure --import "$tmp/hyper.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'does not predict: hypercube_perf' "$tmp/err" ||
+	{ bad "an unknown test: not refused"; cat "$tmp/err"; }
+"$llmsim" measure --import "$old" --op gemm --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'nccl-tests runs collectives' "$tmp/err" ||
+	{ bad "--op gemm: not refused"; cat "$tmp/err"; }
+exit $fail

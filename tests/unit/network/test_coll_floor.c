@@ -1,0 +1,126 @@
+/*
+ * test_coll_floor.c - the GPU's own ring LL costs (gpu collective_launch,
+ * collective_ll_step) where the library says gpu_floor: a ring's LL
+ * phases run at them, the library's tuner still times LL at its base and
+ * hop_scale_up, and nothing else (other protocols, trees, a library
+ * without gpu_floor, a GPU without the keys) moves.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "coll_run.h"
+#include "fixtures.h"
+#include "network/algo.h"
+#include "network/net.h"
+
+/* One switch of 8 at 450 GB/s; ring LL (base 5 us, 0.5 us a switch
+ * step, half the bandwidth) and Simple (base 20 us, no step). The GPU
+ * says 3 us and 1 us a step. */
+static struct coll_algo_spec *floor_ring(struct fx *f)
+{
+	struct coll_algo_spec *ring = &f->lib.algo[ALGO_RING];
+
+	fx_switch(f, 1);
+	ring->protocols.on[PROTO_LL] = 1;
+	f->lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	ring->base.s[PROTO_LL] = 5e-6;
+	ring->hop_scale_up.s[PROTO_LL] = 0.5e-6;
+	ring->base.s[PROTO_SIMPLE] = 20e-6;
+	f->gpu.collective_launch_s = 3e-6;
+	f->gpu.collective_ll_step_s = 1e-6;
+	return ring;
+}
+
+/* 8 B all-reduced: the LL line bytes 2 x 2 (7/8) x 8 = 28 B over 450
+ * GB/s are 0.06 ns, below the comparisons' 1e-6. */
+#define TINY 8.0
+
+Test(net_coll_floor, ring_ll_runs_at_the_gpus_floor)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
+	struct net_coll_result out;
+
+	floor_ring(&f);
+	/* Without gpu_floor the library's line: all-reduce 2 (8 - 1) = 14
+	 * steps, 5 + 14 x 0.5 = 12 us. */
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 12e-6, 1e-6);
+	/* With it the GPU's: 3 + 14 x 1 = 17 us. */
+	f.lib.gpu_floor = 1;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 17e-6, 1e-6);
+	/* All-gather: 8 - 1 = 7 steps, 3 + 7 x 1 = 10 us. */
+	r.op = COLL_ALLGATHER;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 10e-6, 1e-6);
+	/* A broadcast is a chain of 7 hops: 3 + 7 x 1 = 10 us. */
+	r.op = COLL_BROADCAST;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 10e-6, 1e-6);
+}
+
+Test(net_coll_floor, zero_keys_keep_the_librarys_line)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
+
+	floor_ring(&f);
+	f.lib.gpu_floor = 1;
+	/* Only the step given: base 5 (the library's) + 14 x 1 = 19 us. */
+	f.gpu.collective_launch_s = 0;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 19e-6, 1e-6);
+	/* Only the launch: 3 + 14 x 0.5 = 10 us. */
+	f.gpu.collective_launch_s = 3e-6;
+	f.gpu.collective_ll_step_s = 0;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 10e-6, 1e-6);
+	/* Neither: the library's 12 us. */
+	f.gpu.collective_launch_s = 0;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 12e-6, 1e-6);
+}
+
+Test(net_coll_floor, the_tuner_keeps_the_librarys_line)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring = floor_ring(&f);
+	struct net_coll_result out;
+
+	f.lib.gpu_floor = 1;
+	/* Simple at 15 us: the tuner sees LL at 12 us (its line) and takes
+	 * it, though it runs at 17 us; had it seen the GPU's 17 it would
+	 * have taken Simple. */
+	ring->base.s[PROTO_SIMPLE] = 15e-6;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "ll");
+	EQ_REL(out.time_s, 17e-6, 1e-6);
+	/* Simple at 11 us beats the tuner's 12 for LL: Simple, at 11 us
+	 * (its latency, no step; 8 B over 450 GB/s is nothing). */
+	ring->base.s[PROTO_SIMPLE] = 11e-6;
+	out = coll_timed(&f.sys, &r);
+	cr_assert_str_eq(out.protocol, "simple");
+	EQ_REL(out.time_s, 11e-6, 1e-6);
+}
+
+Test(net_coll_floor, other_protocols_and_algorithms_do_not_move)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
+	struct coll_algo_spec *ring = floor_ring(&f), *tree;
+
+	f.lib.gpu_floor = 1;
+	/* Simple alone: its base 20 us (no step), as without the floor. */
+	ring->protocols.on[PROTO_LL] = 0;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 20e-6, 1e-6);
+	/* A tree with LL (base 5, 0.5 us a switch step) on one node of 8:
+	 * a chain of depth 7 each way, 5 + 2 x 7 x 0.5 = 12 us, whatever
+	 * the GPU says. */
+	tree = &f.lib.algo[ALGO_TREE];
+	tree->protocols.on[PROTO_SIMPLE] = 0;	/* the ideal library's, at 0 us */
+	tree->protocols.on[PROTO_LL] = 1;
+	tree->base.s[PROTO_LL] = 5e-6;
+	tree->hop_scale_up.s[PROTO_LL] = 0.5e-6;
+	r.algo = ALGO_TREE;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 12e-6, 1e-6);
+}
