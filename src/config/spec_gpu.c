@@ -526,6 +526,28 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "kernel_launch", .type = ST_TIME, .offset = OFF(kernel_launch_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_FIT,
 	  .help = "per-kernel launch overhead" },
+	{ .key = "p2p_channel_send", .type = ST_BANDWIDTH,
+	  .offset = OFF(p2p_channel_send_Bps), .min = MIN_MEM_BPS,
+	  .max = 1e12, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "bytes per second one channel (thread block) of the "
+		  "collective library's point-to-point kernel sends at: its "
+		  "send warps copying each step into the peer's FIFO over "
+		  "the GPU's links (NCCL's p2p Simple all-to-all within a "
+		  "node); absent = the links alone bound a send" },
+	{ .key = "p2p_launch", .type = ST_TIME, .offset = OFF(p2p_launch_s),
+	  .max = 1e-3, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "the fixed cost of the collective library's point-to-point "
+		  "kernel on this GPU (a group of sends and receives, an "
+		  "all-to-all: its launch and set-up before the first step), "
+		  "in place of the library's p2p base as it runs; the "
+		  "library's own choices keep its base; absent = the "
+		  "library's base" },
+	{ .key = "p2p_peer", .type = ST_TIME, .offset = OFF(p2p_peer_s),
+	  .max = 1e-4, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "what each peer beyond the first adds to the fixed cost "
+		  "of the collective library's point-to-point kernel on this "
+		  "GPU (an all-to-all over p ranks: p - 2 more); absent = "
+		  "nothing" },
 	{ .key = "kernel_launch_graph", .type = ST_TIME,
 	  .offset = OFF(kernel_launch_graph_s), .flags = SF_OPTIONAL, .max = 1e-3,
 	  .help = "per-kernel overhead when replayed from a captured CUDA/HIP "

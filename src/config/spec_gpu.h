@@ -233,6 +233,17 @@ struct gpu_spec {
 	double kernel_launch_s;			/* s, per-kernel launch and dispatch overhead */
 	double kernel_launch_graph_s;		/* s, the same for a kernel replayed from a
 						 * captured CUDA/HIP graph */
+	double p2p_channel_send_Bps;		/* B/s, one p2p channel's send warps copying a
+						 * send's steps into the peer's FIFO over the
+						 * GPU's links (network/pipe.c "p2p"); 0 = not
+						 * modelled (the links alone bound a send) */
+	double p2p_launch_s;			/* s, the collective library's point-to-point
+						 * kernel's fixed cost on this GPU, before its first
+						 * step (network/algo.c "p2p"); 0 = the library's
+						 * p2p base */
+	double p2p_peer_s;			/* s, what each peer beyond the first adds to that
+						 * kernel's fixed cost (its send and receive
+						 * tasks); 0 = nothing */
 	double collective_launch_s;		/* s, fixed cost of a collective library's LL
 						 * ring kernel on this GPU before its first step
 						 * (launch, first flag exchange); 0 = the

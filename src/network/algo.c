@@ -68,6 +68,8 @@ static void pairs_phase(struct algo_ctx *x, struct plan *p, double share,
  * NVSwitch), and the pipeline counts the steps of the largest send. */
 static void p2p_pipe(struct algo_ctx *x)
 {
+	const struct coll_pipe_spec *ring =
+		&x->lib->algo[ALGO_RING].pipe[PROTO_SIMPLE];
 	uint32_t P = x->g.p, i, j;
 	double K, k0, most = 0, row_most = 0, row, b;
 
@@ -93,6 +95,31 @@ static void p2p_pipe(struct algo_ctx *x)
 	x->pipe.peer_frac = most / row_most;
 	x->pipe.peer_chans = floor(k0);
 	x->pipe.peer_chans_max = K;
+	/* step by step where the GPU's channel send rate is known (pipe.c
+	 * "p2p"): the receiver's local copy at one channel's Simple rate
+	 * (NCCL's perChMaxTreeBws, as a ring's final local step), the send
+	 * rate in the flows' line bytes */
+	x->pipe.peer_send_Bps = x->t->p2p_channel_send_Bps * x->inflate;
+	if (ring->chain_channel_Bps > 0)
+		x->pipe.peer_copy_s_per_B = 1 / ring->chain_channel_Bps;
+}
+
+/* A one-phase direct or p2p plan's latency: the base and one step. NCCL's
+ * p2p kernel runs at the GPU's own fixed cost where it has one
+ * (p2p_launch, fitted per GPU generation: configs/gpus), in place of the
+ * library's p2p base; the library's choices keep its base (select
+ * view). */
+static double direct_lat(const struct algo_ctx *x)
+{
+	double base = algo_base(x);
+
+	if (x->algo == ALGO_P2P && !x->select_view) {
+		if (x->t->p2p_launch_s > 0)
+			base = x->t->p2p_launch_s;
+		if (x->g.p > 2)
+			base += (x->g.p - 2) * x->t->p2p_peer_s;
+	}
+	return base + algo_step(x);
 }
 
 int algo_direct(struct algo_ctx *x, struct plan *p)
@@ -151,7 +178,7 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 				algo_p2p(x, p, i, j, coef);
 		}
 	}
-	algo_close_phase(x, p, algo_base(x) + algo_step(x));
+	algo_close_phase_lat(x, p, direct_lat);
 	return 0;
 }
 

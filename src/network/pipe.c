@@ -93,6 +93,21 @@
  *         collective of K b_max / k bytes (an even all-to-all of S over
  *         p = K / k0 ranks: S itself; a context-parallel ring's one
  *         peer of b on 8 ranks: 4 channels of b / 4, not K of b / K).
+ *         Step by step, where the GPU's channel send rate r_s is known
+ *         (gpu p2p_channel_send; sendrecv.h runSend / runRecv, Simple
+ *         over NVLink: a step is one chunk c): a channel's sender copies
+ *         each step into the peer's FIFO and posts it, up to NCCL_STEPS
+ *         8 ahead; the receiver copies each step out to the user buffer
+ *         at the channel's local rate r_r (the ring's chain_channel_
+ *         bandwidth). For a part q = b_max / k in n = ceil(q / c) steps:
+ *             T = base + hop + (n - 1) o + q / min(link share, r_s)
+ *                 + (q - (n - 1) c) / r_r
+ *         the first step's wait, fence and post being the hop (NCCL's
+ *         Simple step latency), each later step one sync o, the send at
+ *         most k r_s for the largest send (a rate bound on the flows),
+ *         and the last step's receive copy after it (for F = 1: no
+ *         fill). Without r_s the loops' n syncs and the fill at the
+ *         links' rate stand in for both (rounds 41-42).
  *   T = latency + t_sync + V' / rate.
  *
  * For S much larger than L, t_sync grows like S s o / L: a constant
@@ -219,10 +234,42 @@ static double group_parts(const struct pipe *pp, double size_B)
 				  (uint32_t)pp->chain_K);
 }
 
+/* p2p step by step (the GPU's channel send rate known, p2p above). */
+static int peer_steps(const struct pipe *pp)
+{
+	return pp->peer_frac > 0 && pp->peer_send_Bps > 0 && pp->chunk_B > 0;
+}
+
+/* p2p step by step: the receiver's local copy of the largest send's
+ * last step on its channel (F of them: the stored slice's second copy)
+ * at the channel's local copy rate. */
+static double peer_copy_s(const struct pipe *pp, double size_B)
+{
+	double b, part, n;
+
+	if (!peer_steps(pp) || !(pp->peer_copy_s_per_B > 0) ||
+	    !(size_B > 0) || !(pp->fill > 0))
+		return 0;
+	b = pp->peer_frac * size_B;
+	part = b / pipe_peer_chans(pp, b);
+	n = ceil(part / pp->chunk_B * (1 - 1e-12));
+	if (n < 1)
+		n = 1;
+	return pp->fill * (part - (n - 1) * pp->chunk_B) *
+	       pp->peer_copy_s_per_B;
+}
+
 double pipe_sync_s(const struct pipe *pp, double size_B)
 {
-	return pipe_loops(pp, size_B) * pp->sync_s +
-	       pp->local_s_per_B * size_B +
+	double n = pipe_loops(pp, size_B);
+
+	/* p2p step by step: the first step's wait, fence and post are
+	 * NCCL's Simple step latency (the hop); each further step syncs
+	 * once */
+	if (peer_steps(pp) && n >= 1)
+		n -= 1;
+	return n * pp->sync_s +
+	       pp->local_s_per_B * size_B + peer_copy_s(pp, size_B) +
 	       (group_parts(pp, size_B) - 1) * pp->chain_hop_s;
 }
 
@@ -322,6 +369,19 @@ static double floor_bound(const struct pipe *pp, double volume_B, double b,
 	return b > 0 && b < c ? b : c;
 }
 
+/* p2p step by step (Simple: LL has no pipeline): the rate of the
+ * largest send to one peer on its k channels, each sending at most
+ * peer_send_Bps (p2p above); 0 = no bound. */
+static double peer_send_bound(const struct pipe *pp, double size_B)
+{
+	double b;
+
+	if (!peer_steps(pp) || !(size_B > 0))
+		return 0;
+	b = pp->peer_frac * size_B;
+	return pipe_peer_chans(pp, b) * pp->peer_send_Bps;
+}
+
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		      double bound_Bps, double size_B)
 {
@@ -331,6 +391,8 @@ double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 		c = volume_B / pp->t_min_s;
 		b = b > 0 && b < c ? b : c;
 	}
+	if ((c = peer_send_bound(pp, size_B)) > 0)
+		b = b > 0 && b < c ? b : c;
 	if (!(pp->chan_t_s > 0) || !(pp->chan_min_B > 0))
 		return floor_bound(pp, volume_B, b * share, size_B);
 	/* the flow's part of nc channels, each at most 1 / chan_t_s */
@@ -386,7 +448,8 @@ double pipe_volume_factor(const struct pipe *pp, double size_B)
 	if (pp->chain_group > 1 && pp->chain_fill_D > 0 && pp->chunk_B > 0 &&
 	    size_B > 0)
 		return group_fill(pp, size_B);
-	if (!(pp->chunk_B > 0) || !(size_B > 0) || !(pp->fill > 0))
+	if (!(pp->chunk_B > 0) || !(size_B > 0) || !(pp->fill > 0) ||
+	    peer_steps(pp))
 		return 1;
 	size_B = loop_size_B(pp, size_B);
 	L = pp->chunks * pipe_chunk_B(pp, size_B);

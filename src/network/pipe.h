@@ -64,6 +64,12 @@ struct pipe {
 	double peer_chans_max;		/* p2p: channels one send may double to */
 	double peer_part_min_B;		/* p2p: B, least part of a send per channel */
 	double peer_part_max_B;		/* p2p: B, a part past it doubles the channels; 0 = never */
+	double peer_copy_s_per_B;	/* p2p step by step: s per byte one channel copies its
+					 * last stored step locally at; 0 = free */
+	double peer_send_Bps;		/* p2p: B/s one channel's send warps copy a send's
+					 * steps into the peer's FIFO at (the GPU's
+					 * p2p_channel_send): > 0 runs a send step by step
+					 * (pipe.c "p2p"); 0 = the loops and the fill */
 };
 
 /*

@@ -129,6 +129,12 @@ struct topo {
 	double endpoint_latency_s;	/* s, NIC / software per message */
 	double nvls_efficiency;		/* in-switch reduction efficiency; 0 = none */
 	int64_t nvls_links;		/* with it: links from each GPU to the switch */
+	double p2p_channel_send_Bps;	/* B/s, one p2p channel's send rate (the GPU's
+					 * p2p_channel_send); 0 = none */
+	double p2p_launch_s;		/* s, the p2p kernel's fixed cost (the GPU's
+					 * p2p_launch); 0 = the library's base */
+	double p2p_peer_s;		/* s, each further peer's share of it (the
+					 * GPU's p2p_peer); 0 = none */
 };
 
 /* Build the topology of a system, everything in one heap object.

@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "network/pipe.h"
 
@@ -375,4 +376,74 @@ Test(pipe, p2p_one_peer_runs_on_its_own_channels)
 	pp.peer_frac = 0;
 	EQ_REL(pipe_loops(&pp, 32 * MiB), 2, 0);
 	EQ_REL(pipe_volume_factor(&pp, 32 * MiB), 1.5, 1e-12);
+}
+
+/* p2p step by step (the GPU's channel send rate known): r_s 20 GB/s a
+ * channel, the receiver's local copy at 40 GB/s (pipe.c "p2p"). */
+static void p2p_steps(struct pipe *pp, uint32_t p, double frac)
+{
+	p2p(pp, p, frac);
+	pp->peer_send_Bps = 20e9;
+	pp->peer_copy_s_per_B = 1 / 40e9;
+}
+
+Test(pipe, p2p_steps_sync_after_the_first_and_copy_the_last_step)
+{
+	struct pipe pp;
+
+	p2p_steps(&pp, 8, 1.0 / 8);
+	/* 256 MiB over 8 ranks: 32 MiB a peer on 4 channels of 8 MiB = 16
+	 * steps: the first step's sync is the hop (not here), 15 x 2 us =
+	 * 30 us, and the last 512 KiB step's receive copy at 40 GB/s:
+	 * 524288 / 40e9 = 13.1072 us; no fill: volume x 1. */
+	EQ_REL(pipe_sync_s(&pp, 256 * MiB), 30e-6 + 524288 / 40e9, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 256 * MiB), 1, 0);
+	/* 8 MiB: 1 MiB a peer, 4 channels of 256 KiB, one step: no sync
+	 * beyond the hop; its copy 262144 / 40e9 = 6.5536 us. */
+	EQ_REL(pipe_sync_s(&pp, 8 * MiB), 262144 / 40e9, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 8 * MiB), 1, 0);
+	/* 12 MiB: 1.5 MiB a peer on 4 channels of 384 KiB: one step
+	 * whose copy is all 384 KiB: 393216 / 40e9 */
+	EQ_REL(pipe_sync_s(&pp, 12 * MiB), 393216 / 40e9, 1e-12);
+	/* 40 MiB: 5 MiB a peer, 4 channels of 1.25 MiB = 3 steps (512,
+	 * 512, 256 KiB): 2 syncs (4 us) and the last 256 KiB's copy */
+	EQ_REL(pipe_sync_s(&pp, 40 * MiB), 4e-6 + 262144 / 40e9, 1e-12);
+}
+
+Test(pipe, p2p_steps_bound_the_largest_send_by_its_channels)
+{
+	struct pipe pp;
+
+	p2p_steps(&pp, 8, 1.0 / 8);
+	/* 256 MiB over 8 ranks: 32 MiB a peer on 4 channels: at most
+	 * 4 x 20 GB/s = 80 GB/s, under a looser bound or none */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 256 * MiB), 80e9, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 1e12, 256 * MiB), 80e9, 1e-12);
+	/* a tighter bound stands */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 50e9, 256 * MiB), 50e9, 1e-12);
+	/* 8 KiB: 1 KiB a peer on 1 channel: 20 GB/s */
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 8 * KiB), 20e9, 1e-12);
+	/* 2 ranks, 512 MiB: 256 MiB a peer on 16 channels (16 MiB parts,
+	 * not above the most): 320 GB/s */
+	p2p_steps(&pp, 2, 1.0 / 2);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 512 * MiB), 320e9, 1e-12);
+}
+
+Test(pipe, p2p_without_a_send_rate_keeps_the_loops_and_the_fill)
+{
+	struct pipe pp;
+
+	/* the copy rate alone does not switch the mode: as
+	 * p2p_even_alltoall_steps_its_parts_and_stores_one */
+	p2p(&pp, 8, 1.0 / 8);
+	pp.peer_copy_s_per_B = 1 / 40e9;
+	EQ_REL(pipe_sync_s(&pp, 256 * MiB), 32e-6, 1e-12);
+	EQ_REL(pipe_volume_factor(&pp, 256 * MiB), 1 + 1.0 / 16, 1e-12);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 256 * MiB), 0, 0);
+	/* LL (no chunk: no pipeline) never steps, whatever the rate */
+	memset(&pp, 0, sizeof(pp));
+	pp.peer_frac = 1.0 / 8;
+	pp.peer_send_Bps = 20e9;
+	EQ_REL(pipe_sync_s(&pp, 256 * MiB), 0, 0);
+	EQ_REL(pipe_bound_Bps(&pp, 1, 0, 256 * MiB), 0, 0);
 }

@@ -201,6 +201,79 @@ Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
 	arena_release(&a);
 }
 
+/* NCCL's p2p Simple send step by step on the H100's fitted channel send
+ * rate (h100.yaml p2p_channel_send 20.73 GB/s; network/pipe.c "p2p").
+ * 512 MiB all-to-all on 2 H100: 256 MiB to the peer on 16 channels
+ * (k0 = 32 / 2; 16 MiB parts, not above the most), 32 steps of 512 KiB a
+ * channel: base 8.4 + the first step's hop 3.4 + 31 syncs x 2 us = 73.8
+ * us; the send at 16 x 20.73 = 331.68 GB/s (below the links' 450):
+ * 268435456 / 331.68e9 = 809.32 us; the last step's receive copy at the
+ * ring's chain_channel_bandwidth 38.7 GB/s: 524288 / 38.7e9 = 13.55 us;
+ * 896.67 us in all. */
+Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
+{
+	struct arena a;
+	const struct system_spec *s;
+	uint32_t g[2] = { 0, 1 };
+	struct coll_desc c = { COLL_ALLTOALL, 512.0 * 1024 * 1024, g, 2, NULL,
+			       -1, -1, 1, 0, NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+	double want = 8.4e-6 + 3.4e-6 + 31 * 2e-6 +
+		      268435456.0 / (16 * 20.73e9) + 524288.0 / 38.7e9;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	s = load(&a, &system_schema, "dgx-h100", NULL, 0);
+	cr_assert_float_eq(s->gpu->p2p_channel_send_Bps, 20.73e9, 1);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "simple");
+	cr_assert_float_eq(r.time_s, want, want * 1e-6, "%.9g vs %.9g",
+			   r.time_s, want);
+	net_free(n);
+	arena_release(&a);
+}
+
+/* NCCL's p2p kernel at the GPU's own fixed cost (b200.yaml p2p_launch
+ * 9.28 us with one peer, p2p_peer 0.458 us each further one, in place of
+ * NCCL's p2p base 6.6 us LL): 1 KiB all-to-all on 2 B200 is 512 B to the
+ * peer, LL: 9.28 + one NVLink LL step 0.6 = 9.88 us; on 8 B200, 128 B to
+ * each of 7 peers: 9.28 + 6 x 0.458 + 0.6 = 12.628 us; the bytes (LL
+ * lines) add under 0.05 us. H100 has neither: NCCL's 6.6 + 0.6 = 7.2 us
+ * (nccl_p2p_pays_the_kernel_base_of_its_protocol). */
+Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch_and_peers)
+{
+	struct arena a;
+	const struct system_spec *s;
+	uint32_t g[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct coll_desc c = { COLL_ALLTOALL, 1024, g, 2, NULL, -1, -1, 1, 0,
+			       NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	s = load(&a, &system_schema, "dgx-b200", NULL, 0);
+	cr_assert_float_eq(s->gpu->p2p_launch_s, 9.28e-6, 1e-12);
+	cr_assert_float_eq(s->gpu->p2p_peer_s, 0.458e-6, 1e-12);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "ll");
+	cr_assert(r.time_s >= 9.88e-6 && r.time_s < 9.93e-6, "%g", r.time_s);
+	c.ngpus = 8;
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "ll");
+	cr_assert(r.time_s >= 12.628e-6 && r.time_s < 12.678e-6, "%g",
+		  r.time_s);
+	net_free(n);
+	arena_release(&a);
+}
+
 /* Load the nccl preset with one --set override; its load's return, the
  * errors reported in *errors. */
 static int nccl_with(const char *set, int *errors)
