@@ -13,8 +13,13 @@
 #  4. `llmsim calibrate` from the imported all-gather (the GPU's ring LL
 #     floor from NCCL's line, --start): converges, the fitted launch and
 #     step inside the values the table implies (3-7 us, 0.4-1.5 us).
-#  5. Bad input (2, the line named): a row whose time is not a number, a
-#     test llmsim does not predict, --op gemm.
+#  4b. A count-0 row (nccl-tests prints sizes below 16 B a rank so, at
+#     the launch's time): stored as printed, but validate does not score
+#     it and calibrate does not fit it (the library moves nothing).
+#  5. Bad input (2, the line named): a row whose time is not a number (or
+#     "inf"), a test llmsim does not predict, --op gemm; a test name after
+#     its run's header names that run only (the next run without one
+#     still needs --op).
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 . "$(dirname "$0")/lib.sh"
@@ -67,12 +72,34 @@ else
 	bad "calibrate from nccl-tests text: exit $?"; cat "$tmp/out"
 fi
 
+# 4b.
+sed 's/^        1024            32     float    none      -1    10.40    0.10    0.09      0    10.21    0.10    0.09      0/           0             0     float    none      -1     0.20    0.00    0.00      0     0.20    0.00    0.00      0/' "$ag" >"$tmp/zero.txt"
+grep -q '^           0             0' "$tmp/zero.txt" || bad "could not write the count-0 row"
+"$llmsim" measure --import "$tmp/zero.txt" --system dgx-h100 --db "$tmp/zero.db" >/dev/null 2>&1 ||
+	bad "count-0 row: not stored"
+"$llmsim" validate --db "$tmp/zero.db" --kind measured --no-store >"$tmp/out" 2>&1
+grep -q 'count 0: nothing moved, not scored' "$tmp/out" ||
+	{ bad "count-0 row: scored by validate"; cat "$tmp/out"; }
+"$llmsim" calibrate --db "$tmp/zero.db" --params gpu.collective_launch \
+	--start gpu.collective_launch=6.6us --folds 0 -o "$tmp/zcal.yaml" >"$tmp/out" 2>&1
+grep -q 'points: 6\b\|6 points' "$tmp/out" "$tmp/zcal.yaml" ||
+	{ bad "count-0 row: fitted by calibrate"; grep -i point "$tmp/out" "$tmp/zcal.yaml" | head -5; }
+
 # 5.
 sed 's/^\(        2048  *64  *float  *none  *-1 \)   10.75/\1    fast /' "$ag" >"$tmp/badrow.txt"
 grep -q ' fast ' "$tmp/badrow.txt" || bad "could not write the bad row"
 "$llmsim" measure --import "$tmp/badrow.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'badrow.txt:20: error: an nccl-tests row' "$tmp/err" ||
 	{ bad "a bad row: not refused at its line"; cat "$tmp/err"; }
+sed 's/^\(        2048  *64  *float  *none  *-1 \)   10.75/\1     inf /' "$ag" >"$tmp/inf.txt"
+grep -q ' inf ' "$tmp/inf.txt" || bad "could not write the inf row"
+"$llmsim" measure --import "$tmp/inf.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'inf.txt:20: error: an nccl-tests row' "$tmp/err" ||
+	{ bad "an inf time: not refused at its line"; cat "$tmp/err"; }
+{ sed '3a # Collective test starting: all_gather_perf' "$old"; cat "$old"; } >"$tmp/late.txt"
+"$llmsim" measure --import "$tmp/late.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'give it with --op' "$tmp/err" ||
+	{ bad "a late test name: carried to the next run"; cat "$tmp/err"; }
 sed 's/all_gather_perf/hypercube_perf/' "$ag" >"$tmp/hyper.txt"
 "$llmsim" measure --import "$tmp/hyper.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'does not predict: hypercube_perf' "$tmp/err" ||

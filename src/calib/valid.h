@@ -276,6 +276,9 @@ double valid_gemm_point_s(const struct gpu_spec *g, int dt,
 
 /* r's rate (B/s of bus bandwidth or copy traffic, FLOP/s) had it taken
  * time_s; its unit as printed and the scale from SI to it. */
+/* 1 for a collective point of count 0 (the testers print such sizes;
+ * the library moves nothing): neither scored nor fitted. */
+int valid_point_empty(const struct store_meas_row *r);
 double valid_point_rate(const struct store_meas_row *r, double time_s);
 const char *valid_point_unit(const struct store_meas_row *r);
 double valid_point_scale(const struct store_meas_row *r);

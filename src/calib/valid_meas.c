@@ -246,6 +246,12 @@ int valid_predict_point(struct valid_pred *p, const struct store_meas_row *r,
 	return -1;
 }
 
+int valid_point_empty(const struct store_meas_row *r)
+{
+	return r->count == 0 && r->size_B == 0 &&
+	       strcmp(r->op, "gemm") != 0 && strcmp(r->op, "copy") != 0;
+}
+
 double valid_point_rate(const struct store_meas_row *r, double time_s)
 {
 	double med = strcmp(r->op, "gemm") == 0 ? r->rate :
@@ -351,6 +357,11 @@ static int add_point(struct valid_table *t, struct valid_pred *p,
 		v->scored = 0;
 		snprintf(v->note, sizeof(v->note), "(1 rank: nothing to move, "
 			 "not predicted)");
+	} else if (valid_point_empty(r)) {
+		/* the testers print count-0 sizes; the library moves nothing */
+		v->scored = 0;
+		snprintf(v->note, sizeof(v->note), "(count 0: nothing moved, "
+			 "not scored)");
 	} else if (!(v->measured > 0) || !isfinite(v->error)) {
 		v->scored = 0;
 		snprintf(v->note, sizeof(v->note), "(no rate, not scored)");

@@ -216,8 +216,9 @@ static int take_run(void *ctx, const struct store_meas_run *r)
 	for (i = 0; i < r->nrows; i++) {
 		const struct store_meas_row *m = &r->rows[i];
 
-		if (strcmp(m->check, "wrong") == 0)
-			continue;	/* a wrong result's time is no datum */
+		if (strcmp(m->check, "wrong") == 0 || valid_point_empty(m))
+			continue;	/* a wrong result's or a no-op's time is
+					 * no datum */
 		if (g->n == g->cap &&
 		    (arena_grow(a, (void **)&g->rows, &g->cap, g->n + 1,
 				sizeof(*g->rows)) ||

@@ -27,6 +27,8 @@
 #include "measure.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +99,7 @@ static int number(const char *s, double *v)
 	char *end;
 
 	*v = strtod(s, &end);
-	return end != s && *end == '\0' && *v >= 0;
+	return end != s && *end == '\0' && isfinite(*v) && *v >= 0;
 }
 
 /* "all_gather_perf" (or a path to it) as an op; "" when unknown. */
@@ -145,7 +147,7 @@ static void header(struct run *r, char **tok, int n)
 	long v;
 
 	for (i = 1; i + 1 < n; i++) {
-		if (!whole(tok[i + 1], &v))
+		if (!whole(tok[i + 1], &v) || v < 0 || v > 1L << 20)
 			continue;
 		if (strcmp(tok[i], "nThread") == 0)
 			r->threads = (int)v;
@@ -275,7 +277,8 @@ static int row(struct run *r, const char *line, const char *where,
 static int flush_run(struct run *r, FILE *out, const char *where,
 		     const char *op_opt, struct diag *d)
 {
-	int ranks = r->ranks ? r->ranks : r->threads * r->gpus;
+	long long per = (long long)r->threads * r->gpus;
+	int ranks = r->ranks ? r->ranks : per <= 1 << 20 ? (int)per : 0;
 	int nodes = r->nhosts ? r->nhosts : 1;
 	int iters = r->iters > 0 ? r->iters : 20;
 	size_t i;
@@ -347,7 +350,8 @@ int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
 	*out = NULL;
 	memset(&r, 0, sizeof(r));
 	if (!raw || !conv) {
-		diag_oom(d);
+		diag_error(d, where, 0, 0, "cannot make a temporary file "
+			   "(TMPDIR): %s", strerror(errno));
 		rc = -1;
 		goto out;
 	}
@@ -390,9 +394,12 @@ int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
 					   (int)strcspn(bin, "\r\n"), bin);
 				rc = -1;
 			}
-			snprintf(pending, sizeof(pending), "%s", op);
+			/* a run whose header came first takes it now; else
+			 * the next header does */
 			if (r.open && !r.npts)
 				snprintf(r.op, sizeof(r.op), "%s", op);
+			else
+				snprintf(pending, sizeof(pending), "%s", op);
 		} else if (strncmp(s, "# nThread", 9) == 0) {
 			char ver[64], tests[48], lib[16];
 
