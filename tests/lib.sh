@@ -34,6 +34,19 @@ use_checkout_data() {
 	export LLMSIM_DATA
 }
 
+# long_sweep FILE: a sweep of 8 x 5 x 4 = 160 points of Llama 2 7B on one
+# MI300X node (seconds of work: long enough to stop mid-way). Needs root.
+long_sweep() {
+	cat >"$1" <<YAML
+name: long
+base: $root/workloads/jobs/llama2-7b-mi300x.yaml
+grid:
+  training.seq_len: [512, 1024, 1536, 2048, 2560, 3072, 3584, 4096]
+  training.global_batch_size: [64, 128, 192, 256, 320]
+  parallelism.tp: [1, 2, 4, 8]
+YAML
+}
+
 # wait_until TENTHS PID COMMAND...: poll COMMAND every 0.1 s until it
 # succeeds, for at most TENTHS polls (a loaded CI machine is slow: give
 # minutes, not a guess at the usual second); when PID is not empty and

@@ -24,15 +24,7 @@ LLMSIM=${LLMSIM:-build/llmsim}
 use_checkout_data
 q() { sqlite3 -cmd '.timeout 10000' "$@"; }
 
-# 8 x 5 x 4 = 160 points of Llama 2 7B on one MI300X node.
-cat >"$tmp/long.yaml" <<YAML
-name: long
-base: $root/workloads/jobs/llama2-7b-mi300x.yaml
-grid:
-  training.seq_len: [512, 1024, 1536, 2048, 2560, 3072, 3584, 4096]
-  training.global_batch_size: [64, 128, 192, 256, 320]
-  parallelism.tp: [1, 2, 4, 8]
-YAML
+long_sweep "$tmp/long.yaml"	# 160 points
 
 # stop SIG STATUS JOBS PREFIX...: start the sweep (under PREFIX), send SIG
 # once 5 points are stored, check what it says and stores, then resume.

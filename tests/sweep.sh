@@ -187,14 +187,7 @@ done
 [ ! -e "$tmp/x.db" ] || bad "--no-store --db made a database"
 
 # ---- kill -9 mid-sweep, then resume -----------------------------------
-cat >"$tmp/long.yaml" <<EOF
-name: long
-base: $root/workloads/jobs/llama2-7b-mi300x.yaml
-grid:
-  training.seq_len: [512, 1024, 1536, 2048, 2560, 3072, 3584, 4096]
-  training.global_batch_size: [64, 128, 192, 256, 320]
-  parallelism.tp: [1, 2, 4, 8]
-EOF
+long_sweep "$tmp/long.yaml"	# 160 points
 "$llmsim" sweep "$tmp/long.yaml" -j 2 --db "$tmp/k.db" >/dev/null 2>&1 &
 pid=$!
 i=0
