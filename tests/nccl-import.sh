@@ -13,6 +13,7 @@
 #  4. `llmsim calibrate` from the imported all-gather (the GPU's ring LL
 #     floor from NCCL's line, --start): converges, the fitted launch and
 #     step inside the values the table implies (3-7 us, 0.4-1.5 us).
+#  4a. Calibrating a key the GPU leaves unset without --start: 2, the hint.
 #  4b. A count-0 row (nccl-tests prints sizes below 16 B a rank so, at
 #     the launch's time): stored as printed, but validate does not score
 #     it and calibrate does not fit it (the library moves nothing).
@@ -71,6 +72,13 @@ if "$llmsim" calibrate --db "$tmp/ag.db" --params gpu.collective_launch,gpu.coll
 else
 	bad "calibrate from nccl-tests text: exit $?"; cat "$tmp/out"
 fi
+
+# 4a. a fitted key the GPU leaves unset (H100 has no p2p_launch: absent =
+# NCCL's base) needs a start: 2 naming --start, not 1 from the fit's --set
+"$llmsim" calibrate --db "$tmp/ag.db" --params gpu.p2p_launch --folds 0 \
+	-o "$tmp/none.yaml" >"$tmp/out" 2>&1
+[ $? = 2 ] && grep -q 'give the fit a start with --start gpu.p2p_launch=VALUE' "$tmp/out" ||
+	{ bad "calibrate an unset key: not refused with a hint"; cat "$tmp/out"; }
 
 # 4b.
 sed 's/^        1024            32     float    none      -1    10.40    0.10    0.09      0    10.21    0.10    0.09      0/           0             0     float    none      -1     0.20    0.00    0.00      0     0.20    0.00    0.00      0/' "$ag" >"$tmp/zero.txt"

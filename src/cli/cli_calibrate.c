@@ -337,13 +337,38 @@ static int params(const struct copts *o, struct calib_problem *pb,
 	return CLI_OK;
 }
 
+/* Whether a --start names parameter p. */
+static int started(const struct copts *o, const struct calib_param *p)
+{
+	int i;
+
+	for (i = 0; i < o->nstarts; i++)
+		if (strlen(p->key) == strcspn(o->starts[i], "=") &&
+		    strncmp(p->key, o->starts[i], strlen(p->key)) == 0)
+			return 1;
+	return 0;
+}
+
 /* Every --start names a fitted parameter, and puts it inside its
- * bounds (the fit's start must be a value it can move from). CLI
+ * bounds (the fit's start must be a value it can move from); a fitted
+ * key the system leaves outside them (absent: 0) needs one. CLI
  * status. */
 static int check_starts(const struct copts *o, const struct calib_problem *pb)
 {
 	int i;
 	size_t k;
+
+	for (k = 0; k < pb->npar; k++)
+		if (!(pb->par[k].start > pb->par[k].lo &&
+		      pb->par[k].start < pb->par[k].hi) &&
+		    !started(o, &pb->par[k]))
+			return cli_usage_error("calibrate", "--params %s: %s "
+					       "leaves it unset or outside its "
+					       "bounds (llmsim config help): "
+					       "give the fit a start with "
+					       "--start %s=VALUE",
+					       pb->par[k].key, pb->system,
+					       pb->par[k].key);
 
 	for (i = 0; i < o->nstarts; i++) {
 		size_t len = strcspn(o->starts[i], "=");
