@@ -393,6 +393,13 @@ static double mma_fill(const struct gpu_spec *g, double rows)
 	return rows / (m * ceil(rows / m));
 }
 
+/* The dtype the MLA generation kernel computes in: its cache's (FP8 for
+ * a 1-byte cache, else 16-bit). */
+static enum dtype mla_dtype(const struct gpu_attn_heads *h)
+{
+	return h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16;
+}
+
 /* TensorRT-LLM's MLA generation kernel (see the top): the whole GPU at
  * the kernel's measured rate, a fixed time a sequence shared by the
  * SMs, no waves (its own split keeps every SM busy at any batch). */
@@ -402,7 +409,7 @@ static struct gpu_cost trtllm_mla_decode(const struct gpu_spec *g,
 					 const struct gpu_attn_group *grp,
 					 int ngroups, double eta)
 {
-	enum dtype mdt = h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16;
+	enum dtype mdt = mla_dtype(h);
 	double rate, bw, flops = 0, bytes = 0, fixed = 0, comp_s;
 	int i;
 
@@ -444,8 +451,9 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	 * GPU's xqa_hmma_unit_time (see the top) */
 	double floor_s = h->split == GPU_TRTLLM_DECODE_XQA && h->kv_B > 1 ?
 			 g->attention.xqa_hmma_unit_s : 0;
-	double mla_eta = h->kv_B < 2 ? g->attention.trtllm_mla_fp8_eff :
-					g->attention.trtllm_mla_eff;
+	double mla_eta = mla_dtype(h) == DTYPE_FP8 ?
+			 g->attention.trtllm_mla_fp8_eff :
+			 g->attention.trtllm_mla_eff;
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
@@ -454,7 +462,7 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	/* (a GPU without the cache dtype's matrix rate keeps the flash
 	 * rates: the key is a kernel's rate at that dtype) */
 	if (h->shared_kv && h->split != GPU_TRTLLM_DECODE_NONE && mla_eta > 0 &&
-	    gpu_peak_flops(g, h->kv_B < 2 ? DTYPE_FP8 : DTYPE_BF16) > 0)
+	    gpu_peak_flops(g, mla_dtype(h)) > 0)
 		return trtllm_mla_decode(g, dt, h, grp, ngroups, mla_eta);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	for (i = 0; i < ngroups; i++) {
