@@ -705,10 +705,12 @@ static const struct schema_field lib_fields[] = {
 		  "on one rail" },
 	{ .key = "gpu_floor", .type = ST_BOOL, .offset = OFF(gpu_floor),
 	  .def = "false",
-	  .help = "its ring LL kernels run at the GPU's own fixed cost and "
-		  "step (the GPU's collective_launch, collective_ll_step, "
-		  "where set) in place of the ring's base and hop_scale_up for "
-		  "LL; its tuner still times them at base and hop_scale_up" },
+	  .help = "its ring and tree LL kernels run at the GPU's own fixed "
+		  "cost and step (the GPU's collective_launch, "
+		  "collective_ll_step, where set) in place of the algorithm's "
+		  "base and hop_scale_up for LL (a tree's network hops keep "
+		  "hop_net); its tuner still times them at base and "
+		  "hop_scale_up" },
 	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
 	  .def = "32", .min = 1, .max = 1024,
 	  .help = "most parallel rings/trees one collective uses" },
