@@ -697,6 +697,11 @@ static const struct schema_field lib_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "preset name" },
 	{ .key = "pxn", .type = ST_BOOL, .offset = OFF(pxn), .def = "false",
 	  .help = "send cross-rail data through the scale-up peer on the receiver's rail" },
+	{ .key = "ll128_c2c", .type = ST_BOOL, .offset = OFF(ll128_c2c),
+	  .def = "true",
+	  .help = "runs LL128 across nodes where the GPUs reach their NICs "
+		  "over C2C (the system's nic_via_c2c); false: LL128 only "
+		  "within a node there (NCCL before 2.27.3)" },
 	{ .key = "ring_own_nics", .type = ST_BOOL, .offset = OFF(ring_own_nics),
 	  .def = "false",
 	  .help = "rings across nodes leave a node through its last GPU's own "
