@@ -280,6 +280,33 @@ Test(gpu, b200_graph_kernel_is_trtllm_moe_gap)
 	arena_release(&a);
 }
 
+/* TensorRT-LLM's CUTLASS fused MoE charges its expand and activation
+ * kernels a time per row (b200.yaml cutlass_moe_row_time, 8.3 ns at
+ * NVFP4, fitted on B200's module tables). The same kernel code runs on
+ * all four Blackwell parts, and gb300 carried B200's value while b300 (the
+ * same sm103 die) had none: a B300 1,024-token TP 1 step's expand at the
+ * test_infer_moe.c shape (8,192 rows) took its 2.37 us of bytes instead
+ * of 8,192 x 8.3 ns = 67.99 us. B300's own tables (results/reference/
+ * kernels/aic-b300-trtllm-1.3.0rc20-moe-nvfp4.tsv, held out) read a median
+ * of -13.0 % at 0 and +6.7 % at 8.3 ns (b300.yaml). Fails with b300 at 0. */
+Test(gpu, blackwell_cutlass_moe_pays_one_row_time)
+{
+	static const char *const bw[] = {"b200", "gb200", "b300", "gb300"};
+	struct arena a;
+	struct gpu_spec g;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < sizeof(bw) / sizeof(bw[0]); i++) {
+		cr_assert_eq(load(&a, bw[i], &g), 0);
+		cr_assert_float_eq(g.cutlass_moe_row_time_s[DTYPE_NVFP4],
+				   8.3e-9, 1e-15, "%s", bw[i]);
+		cr_assert_float_eq(8192 * g.cutlass_moe_row_time_s[DTYPE_NVFP4],
+				   67.9936e-6, 1e-12, "%s", bw[i]);
+	}
+	arena_release(&a);
+}
+
 /* The GH100 GPUs' graph-replayed kernel, by the same method from
  * TensorRT-LLM 1.3.0rc20's CUDA-graph timed FP8 CUTLASS fused MoE (Qwen3-
  * 235B's shape, ep 8, balanced) at 1, 2, 4, 8 tokens: H200 32.133,
