@@ -280,6 +280,87 @@ Test(gpu, b200_graph_kernel_is_trtllm_moe_gap)
 	arena_release(&a);
 }
 
+/* TensorRT-LLM's CUTLASS fused MoE charges its expand and activation
+ * kernels a time per row (b200.yaml cutlass_moe_row_time, 8.3 ns at
+ * NVFP4, fitted on B200's module tables). The same kernel code runs on
+ * all four Blackwell parts, and gb300 carried B200's value while b300 (the
+ * same sm103 die) had none: a B300 1,024-token TP 1 step's expand at the
+ * test_infer_moe.c shape (8,192 rows) took its 2.37 us of bytes instead
+ * of 8,192 x 8.3 ns = 67.99 us. B300's own tables (results/reference/
+ * kernels/aic-b300-trtllm-1.3.0rc20-moe-nvfp4.tsv, held out) read a median
+ * of -13.0 % at 0 and +6.7 % at 8.3 ns (b300.yaml). Fails with b300 at 0. */
+Test(gpu, blackwell_cutlass_moe_pays_one_row_time)
+{
+	static const char *const bw[] = {"b200", "gb200", "b300", "gb300"};
+	struct arena a;
+	struct gpu_spec g;
+	size_t i;
+
+	arena_init(&a);
+	for (i = 0; i < sizeof(bw) / sizeof(bw[0]); i++) {
+		cr_assert_eq(load(&a, bw[i], &g), 0);
+		cr_assert_float_eq(g.cutlass_moe_row_time_s[DTYPE_NVFP4],
+				   8.3e-9, 1e-15, "%s", bw[i]);
+		cr_assert_float_eq(8192 * g.cutlass_moe_row_time_s[DTYPE_NVFP4],
+				   67.9936e-6, 1e-12, "%s", bw[i]);
+	}
+	arena_release(&a);
+}
+
+/* GB200, B300 and GB300's graph-replayed kernel by the same method, each
+ * from its own TensorRT-LLM CUDA-graph timed NVFP4 CUTLASS fused MoE
+ * (Qwen3-235B's shape, ep 8, balanced; aiconfigurator's moe_perf tables)
+ * at 1, 2, 4, 8 tokens, against llmsim's nine kernels of that module (top-k
+ * .. finalize) at 1 us a replayed kernel. GB200 1.3.0rc10 35.749, 35.563,
+ * 37.760, 43.861 us vs 19.833, 20.979, 24.556, 31.710: mean gap 13.964 us,
+ * / 9 = 1.552 us -> 2.552, written 2.55 us. B300 1.3.0rc20 35.408,
+ * 33.408, 35.856, 43.072 and rc10 35.525, 35.541, 36.837, 43.931 vs
+ * 20.298, 21.116, 24.832, 32.262: 12.820 us, 1.424 -> 2.424, 2.42 us.
+ * GB300 rc20 33.984, 34.059, 35.744, 42.021 and rc10 34.027, 33.771,
+ * 35.531, 42.043 vs 19.470, 20.979, 24.555, 31.708: 12.219 us, 1.358 ->
+ * 2.358, 2.36 us. All three read 1 us before (no table of theirs). */
+static double graph_gap_us(const double *meas, int n, const double *sim)
+{
+	double gap = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		gap += meas[i] - sim[i % 4];
+	return 1 + gap / n / 9;
+}
+
+Test(gpu, blackwell_graph_kernels_are_their_trtllm_moe_gaps)
+{
+	static const double gb200[4] = {35.749, 35.563, 37.760, 43.861};
+	static const double gb200_sim[4] = {19.833, 20.979, 24.556, 31.710};
+	static const double b300[8] = {35.408, 33.408, 35.856, 43.072,
+				       35.525, 35.541, 36.837, 43.931};
+	static const double b300_sim[4] = {20.298, 21.116, 24.832, 32.262};
+	static const double gb300[8] = {33.984, 34.059, 35.744, 42.021,
+					34.027, 33.771, 35.531, 42.043};
+	static const double gb300_sim[4] = {19.470, 20.979, 24.555, 31.708};
+	const char *name[3] = {"gb200", "b300", "gb300"};
+	double want[3];
+	struct arena a;
+	struct gpu_spec g;
+	int i;
+
+	want[0] = graph_gap_us(gb200, 4, gb200_sim);
+	want[1] = graph_gap_us(b300, 8, b300_sim);
+	want[2] = graph_gap_us(gb300, 8, gb300_sim);
+	cr_assert_float_eq(want[0], 2.552, 1e-3);
+	cr_assert_float_eq(want[1], 2.424, 1e-3);
+	cr_assert_float_eq(want[2], 2.358, 1e-3);
+	arena_init(&a);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(load(&a, name[i], &g), 0);
+		cr_assert(fabs(g.kernel_launch_graph_s - want[i] * 1e-6) <
+			  0.005e-6, "%s: %g us", name[i],
+			  g.kernel_launch_graph_s * 1e6);
+	}
+	arena_release(&a);
+}
+
 /* The GH100 GPUs' graph-replayed kernel, by the same method from
  * TensorRT-LLM 1.3.0rc20's CUDA-graph timed FP8 CUTLASS fused MoE (Qwen3-
  * 235B's shape, ep 8, balanced) at 1, 2, 4, 8 tokens: H200 32.133,
