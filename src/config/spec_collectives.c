@@ -700,8 +700,9 @@ static const struct schema_field lib_fields[] = {
 	{ .key = "ll128_c2c", .type = ST_BOOL, .offset = OFF(ll128_c2c),
 	  .def = "true",
 	  .help = "runs LL128 across nodes where the GPUs reach their NICs "
-		  "over C2C (the system's nic_via_c2c); false: LL128 only "
-		  "within a node there (NCCL before 2.27.3)" },
+		  "over C2C (the system's nic_via_c2c); false: the tuner "
+		  "keeps LL128 within a node there (NCCL before 2.27.3), a "
+		  "forced protocol still runs it" },
 	{ .key = "ring_own_nics", .type = ST_BOOL, .offset = OFF(ring_own_nics),
 	  .def = "false",
 	  .help = "rings across nodes leave a node through its last GPU's own "

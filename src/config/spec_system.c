@@ -73,7 +73,7 @@ static const struct schema_field system_fields[] = {
 	  .help = "a GPU reaches its scale-out NICs through its CPU over "
 		  "NVLink-C2C (GB200: the NICs hang off Grace's PCIe), not "
 		  "over a PCIe switch it shares with them; a library whose "
-		  "ll128_c2c is false then runs no LL128 across nodes" },
+		  "ll128_c2c is false then picks no LL128 across nodes" },
 	{ .key = "collectives", .type = ST_REF, .offset = OFF(collectives),
 	  .sub = &collectives_schema, .flags = SF_REQUIRED,
 	  .help = "collective library preset (rccl, nccl), path, or mapping" },

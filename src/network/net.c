@@ -541,6 +541,18 @@ static int peer_rule_skips(const struct coll_lib_spec *lib, int a, int p,
 }
 
 /* Time every candidate; keep the fastest. 0, 1 (none applies), -1, -2. */
+/* NCCL enables LL128 by default only where its graph's GPU-NIC path is at
+ * most PXB (PXN on sm90+): through the CPU over C2C it is PHB, so its
+ * tuner keeps LL128 within a node until v2.27.3 ("Add support for P2C
+ * (PXN over C2C) and the LL128 protocol"; NVIDIA/nccl v2.26.2-1
+ * src/graph/tuning.cc, the pEnable == 2 branch; paths.cc). A protocol
+ * the user forces (NCCL_PROTO, pEnable 1) skips that test and runs. */
+static int c2c_skips_ll128(const struct net *n, int p, uint32_t nodes)
+{
+	return p == PROTO_LL128 && nodes > 1 && n->topo->nic_via_c2c &&
+	       !n->sys->collectives->ll128_c2c;
+}
+
 static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 		int *algo, int *proto, const char **why)
 {
@@ -566,6 +578,8 @@ static int pick(struct net *n, const struct coll_desc *c, int fa, int fp,
 			if (fp < 0 && peer_rule_skips(n->sys->collectives, a, p,
 						      c))
 				continue;	/* the library's p2p rule */
+			if (fp < 0 && c2c_skips_ll128(n, p, nodes))
+				continue;	/* the tuner's NIC-path rule */
 			cp = get_plan(n, c, a, p, &rc, why);
 			if (rc == 1)
 				continue;
