@@ -125,6 +125,9 @@ struct serve_inst {
 					 * the current window after the one
 					 * formed last (0: none) */
 	double new_token_ratio;		/* sglang admission estimate */
+	double init_token_ratio;	/* ... its initial value: the engine's,
+					 * x adp_schedule_conservativeness
+					 * under attention DP */
 	int busy;			/* stage 0 is running a step */
 	int64_t pp;			/* steps in flight at most (pipeline stages) */
 	int64_t inflight;		/* steps in flight */

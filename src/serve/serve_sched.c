@@ -418,9 +418,10 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 			     double now, const unsigned char *prefilling)
 {
 	const struct engine_spec *e = s->job->serving.engine;
-	double floor_ratio = e->new_token_ratio * e->min_new_token_ratio_factor;
+	double floor_ratio = in->init_token_ratio *
+			     e->min_new_token_ratio_factor;
 	double decay = e->new_token_ratio_decay_steps > 0 ?
-		       (e->new_token_ratio - floor_ratio) /
+		       (in->init_token_ratio - floor_ratio) /
 		       (double)e->new_token_ratio_decay_steps : 0;
 	int64_t i, n = 0, k = 1 + serve_spec_k(s);
 
@@ -435,7 +436,7 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		     in->adp_chunked[id % in->adp] == id) || r->in_step)
 			continue;
 		if (serve_make_room(s, in, id, r->computed + k, now))
-			in->new_token_ratio = e->new_token_ratio;
+			in->new_token_ratio = in->init_token_ratio;
 		if (r->state != REQ_RUNNING)
 			break;
 		serve_mark(in, r, k, 0, now);

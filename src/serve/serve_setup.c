@@ -178,7 +178,13 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->chunked_req = -1;
 	for (k = 0; k < ADP_MAX_BINS; k++)
 		in->adp_chunked[k] = -1;
-	in->new_token_ratio = x->eng->new_token_ratio;
+	/* SGLang under attention DP: server_args.py _handle_data_parallelism
+	 * multiplies schedule_conservativeness by 0.3, and the scheduler's
+	 * initial ratio, floor and decay all scale with it */
+	in->init_token_ratio = fmin(x->eng->new_token_ratio *
+				    (x->adp > 1 ? x->eng->
+				     adp_schedule_conservativeness : 1), 1);
+	in->new_token_ratio = in->init_token_ratio;
 	if (mem->weights_B + mem->activations_B + mem->workspace_B >
 	    mem->usable_B) {
 		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "

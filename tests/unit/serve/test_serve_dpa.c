@@ -13,8 +13,10 @@
 #include "config/spec_job.h"
 #include "serve/serve_impl.h"
 #include "../models/fixture.h"
+#include "serve_fixture.h"
 
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
+#define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
 
 /* Request i (prompt tokens, 10 output) waits at instance in. */
 static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
@@ -177,4 +179,34 @@ Test(serve_dpa, sglang_idle_rank_decodes_beside_a_prefill)
 	group_is(&b, pre, 1, 1024, 1024, 1);
 	group_is(&b, dec, 1, 1, 500, 0);
 	dpa_teardown(&a, &in);
+}
+
+/*
+ * --enable-dp-attention multiplies schedule_conservativeness by 0.3
+ * (server_args.py _handle_data_parallelism) and the scheduler's initial
+ * new_token_ratio is SGLANG_INIT_NEW_TOKEN_RATIO 0.7 x it, its floor that
+ * x 0.14, its decay the difference over 600 steps (scheduler.py): under
+ * attention DP 8 (sglang.yaml adp_schedule_conservativeness 0.3) the
+ * instance starts at 0.7 x 0.3 = 0.21; at TP 8 at 0.7.
+ */
+Test(serve_dpa, sglang_dp_attention_admits_with_a_lower_ratio)
+{
+	const char *dpa[] = {"phase=serving", "serving.engine=sglang",
+			     "serving.requests=4", "serving.input_len=128",
+			     "serving.output_len=4"};
+	const char *tp[] = {"phase=serving", "serving.engine=sglang",
+			    "serving.requests=4", "serving.input_len=128",
+			    "serving.output_len=4", "parallelism.tp=8",
+			    "parallelism.dp=1", "parallelism.ep=1",
+			    "parallelism.attention_dp=false"};
+	struct serve_fixture f;
+
+	serve_fixture_open(&f, DSV3, dpa, 5);
+	cr_assert_eq(f.s.inst[0].adp, 8);
+	cr_assert_float_eq(f.s.inst[0].init_token_ratio, 0.21, 1e-12);
+	cr_assert_float_eq(f.s.inst[0].new_token_ratio, 0.21, 1e-12);
+	serve_fixture_close(&f);
+	serve_fixture_open(&f, DSV3, tp, 9);
+	cr_assert_float_eq(f.s.inst[0].init_token_ratio, 0.7, 1e-12);
+	serve_fixture_close(&f);
 }
