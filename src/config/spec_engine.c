@@ -549,6 +549,12 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "new_token_ratio_decay_steps", .type = ST_INT,
 	  .offset = OFF(new_token_ratio_decay_steps), .min = 0, .max = 1e9,
 	  .def = "0", .help = "sglang: steps the ratio takes to decay to its floor" },
+	{ .key = "adp_schedule_conservativeness", .type = ST_NUM,
+	  .offset = OFF(adp_schedule_conservativeness), .min = 0, .max = 10,
+	  .def = "1",
+	  .help = "sglang under attention DP: factor on new_token_ratio (and "
+		  "so its floor and decay), SGLang's schedule_conservativeness "
+		  "as --enable-dp-attention sets it (x 0.3)" },
 	{ .key = "capacity", .type = ST_ENUM, .offset = OFF(capacity),
 	  .values = engine_capacity_names, .def = "guaranteed_no_evict",
 	  .help = "trtllm: capacity scheduler policy" },

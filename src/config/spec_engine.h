@@ -426,6 +426,8 @@ struct engine_spec {
 	double new_token_ratio;			/* initial fraction of remaining output reserved */
 	double min_new_token_ratio_factor;	/* floor = new_token_ratio x this */
 	int64_t new_token_ratio_decay_steps;	/* steps from the initial ratio to the floor */
+	double adp_schedule_conservativeness;	/* factor on new_token_ratio under
+						 * attention DP (sglang) */
 	/* TensorRT-LLM */
 	int capacity;				/* enum engine_capacity */
 	int adp_admit;				/* enum engine_adp_admit */

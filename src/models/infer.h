@@ -125,6 +125,9 @@ struct infer_moe {
 	double triton_rate;	/* the engine runs them with vLLM's Triton
 				 * fused_moe: the GPU's
 				 * triton_moe_fp8_block_rate; else 1 */
+	int deepgemm;		/* a DeepEP-class dispatcher (forward or
+				 * direct mode) carries the tokens: the
+				 * experts run DeepGEMM, not triton_rate */
 	double fused_sort_max;	/* cutlass: tokens up to which one kernel
 				 * sorts the rows */
 	double wo_eff[2];	/* the engine's weight-only MoE kernel's

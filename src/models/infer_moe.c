@@ -289,6 +289,9 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	e->triton_rate = s->engine && s->engine->fp8_block_moe_kernel ==
 					      ENGINE_FP8_BLOCK_MOE_TRITON ?
 			 g->triton_moe_fp8_block_rate : 1;
+	e->deepgemm = e->dispatch && j->moe.dispatcher &&
+		      (j->moe.dispatcher->mode == EP_FORWARD ||
+		       j->moe.dispatcher->mode == EP_DIRECT);
 	e->untuned_eff = triton_untuned(s->engine, g, e);
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
@@ -344,14 +347,21 @@ void infer_moe_precision(struct infer_dims *d)
 	/* The same experts elsewhere: vLLM's Triton fused_moe with block
 	 * scales (fused_moe_kernel's use_fp8_w8a8 with block_shape, each
 	 * 128-deep k block's partial sums rescaled by the A group and B
-	 * block scales) at the GPU's measured share of the fp8 rate */
+	 * block scales) at the GPU's measured share of the fp8 rate; SGLang
+	 * runs its copy of that kernel too unless DeepEP carries the tokens
+	 * (Fp8MoEMethod.create_moe_runner, 0.5.x: moe_runner_backend auto is
+	 * DEEP_GEMM when ENABLE_JIT_DEEPGEMM and the a2a backend is deepep,
+	 * else TRITON). Behind a DeepEP-class dispatcher (forward or direct
+	 * mode: DeepEP normal / low-latency, Hybrid-EP, MORI) the experts are
+	 * DeepGEMM's grouped GEMMs (contiguous or masked), at the GPU's fp8
+	 * rate, as before (results/reference/inference/README.md ep39). */
 	/* 16-bit experts (not weight-only, not fp8) off the CUTLASS path:
 	 * the default tile's rate where the shape is untuned */
 	e->default_eff = !e->cutlass && e->weight == e->compute &&
 			 dtype_bytes(e->compute) == 2 ? e->untuned_eff : 0;
 	e->block_rate = !e->cutlass && e->fp8_group > 0 &&
-			e->compute == DTYPE_FP8 && e->weight == DTYPE_FP8 ?
-			e->triton_rate : 1;
+			e->compute == DTYPE_FP8 && e->weight == DTYPE_FP8 &&
+			!e->deepgemm ? e->triton_rate : 1;
 	/* TensorRT-LLM quantizes the experts' input before its all-gather
 	 * (NVFP4, per-tensor FP8; not the in-op block-scaled case above);
 	 * on an all-to-all path (the generic list) the rows travel as

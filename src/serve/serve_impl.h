@@ -118,10 +118,16 @@ struct serve_inst {
 	int64_t *running;		/* admitted requests, in admission order */
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
+	int64_t adp_chunked[ADP_MAX_BINS]; /* sglang under attention DP:
+					 * each rank's request being chunked,
+					 * -1 (serve_sched.c sglang_prefill_adp) */
 	int64_t window_left;		/* vLLM V0 multi-step: decode steps of
 					 * the current window after the one
 					 * formed last (0: none) */
 	double new_token_ratio;		/* sglang admission estimate */
+	double init_token_ratio;	/* ... its initial value: the engine's,
+					 * x adp_schedule_conservativeness
+					 * under attention DP */
 	int busy;			/* stage 0 is running a step */
 	int64_t pp;			/* steps in flight at most (pipeline stages) */
 	int64_t inflight;		/* steps in flight */

@@ -312,13 +312,116 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 	return n;
 }
 
+/*
+ * SGLang under attention DP (--enable-dp-attention with --dp-size N > 1;
+ * without --dp-size, dp_size stays 1 and server_args.py
+ * _handle_data_parallelism turns attention DP off): a scheduler a rank,
+ * each with its own waiting requests (DataParallelController sends each
+ * new request to a rank, round_robin by default), its own chunked request
+ * and chunked_prefill_size // dp_size prompt tokens a step ("DP attention
+ * is enabled. The chunked prefill size is adjusted to ..."; server_args.py
+ * _handle_data_parallelism, sgl-project/sglang 0.4.x - 0.5.x). So the
+ * instance computes at most the engine's chunked_prefill_size prompt
+ * tokens a step, spread over the ranks, and a long prompt runs in
+ * chunks of chunked_prefill_size / N on its rank beside the other ranks'
+ * (in->max_tokens holds N budgets of the engine's value: N x N per-rank
+ * shares). Here a request's rank is its arrival index mod N (round
+ * robin); each rank first continues its chunked request, then requests
+ * are admitted first come first served over the instance's queue while
+ * the front request's rank has budget left and no chunked request (the
+ * ranks' own queues are not kept apart: with requests alike every rank
+ * fills the same way), each whole or cut to its rank's budget left.
+ */
 static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
-			     double now)
+			     double now, const unsigned char *prefilling);
+
+static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
+				  double now)
+{
+	int64_t adp = in->adp, share = in->max_tokens / (adp * adp);
+	int64_t left[ADP_MAX_BINS], n = 0, id, q, need, k, d;
+	unsigned char busy[ADP_MAX_BINS];
+	double avail = (double)in->free_pages - sglang_reserve(s, in);
+	struct serve_req *r;
+
+	if (share < 1)
+		share = 1;
+	memset(busy, 0, sizeof(busy));
+	for (k = 0; k < adp; k++) {
+		left[k] = share;
+		id = in->adp_chunked[k];
+		if (id < 0)
+			continue;
+		r = &s->req[id];
+		if (r->state != REQ_RUNNING) {	/* retracted */
+			in->adp_chunked[k] = -1;
+			continue;
+		}
+		if (r->in_step) {	/* its previous chunk is in flight */
+			left[k] = 0;
+			continue;
+		}
+		q = r->prompt - r->computed < share ? r->prompt - r->computed
+						    : share;
+		if (!serve_kv_grow(in, r, r->computed + q, now)) {
+			left[k] = 0;
+			continue;
+		}
+		serve_mark(in, r, q, 1, now);
+		left[k] -= q;
+		busy[k] = 1;
+		n++;
+		if (r->computed + q >= r->prompt)
+			in->adp_chunked[k] = -1;
+	}
+	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
+		double est;
+
+		id = rq_front(&in->waiting);
+		r = &s->req[id];
+		k = id % adp;
+		if (in->adp_chunked[k] >= 0 || left[k] <= 0)
+			break;
+		need = r->prompt - serve_req_start(r);
+		est = (double)r->prompt + fmin((double)(r->output - r->generated),
+					  SGLANG_CLIP_NEW_TOKENS) *
+					  in->new_token_ratio;
+		if (est / (double)in->block > avail && in->nrunning > 0)
+			break;
+		q = need < left[k] ? need : left[k];
+		if (q < need && !in->chunked && n > 0)
+			break;
+		if (!in->chunked)
+			q = need;
+		if (!serve_kv_grow(in, r, serve_req_start(r) + q, now))
+			break;
+		if (serve_admit(s, in, id) != 0)
+			return -1;
+		serve_mark(in, r, q, 1, now);
+		avail -= est / (double)in->block;
+		left[k] -= q;
+		busy[k] = 1;
+		n++;
+		if (q < need)
+			in->adp_chunked[k] = id;
+	}
+	if (n <= 0)
+		return n;	/* no rank prefills: a decode step of all */
+	/* the ranks that form no prefill batch decode in the same step
+	 * (each rank's scheduler picks its own batch; the ranks meet in the
+	 * MoE layers' gathers) */
+	d = sglang_decode(s, in, now, busy);
+	return d < 0 ? d : n + d;
+}
+
+static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
+			     double now, const unsigned char *prefilling)
 {
 	const struct engine_spec *e = s->job->serving.engine;
-	double floor_ratio = e->new_token_ratio * e->min_new_token_ratio_factor;
+	double floor_ratio = in->init_token_ratio *
+			     e->min_new_token_ratio_factor;
 	double decay = e->new_token_ratio_decay_steps > 0 ?
-		       (e->new_token_ratio - floor_ratio) /
+		       (in->init_token_ratio - floor_ratio) /
 		       (double)e->new_token_ratio_decay_steps : 0;
 	int64_t i, n = 0, k = 1 + serve_spec_k(s);
 
@@ -326,10 +429,14 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
-		if (!serve_req_decoding(r) || id == in->chunked_req || r->in_step)
+		if (prefilling && prefilling[id % in->adp])
+			continue;	/* its rank runs a prefill batch */
+		if (!serve_req_decoding(r) || id == in->chunked_req ||
+		    (in->adp > 1 && in->adp <= ADP_MAX_BINS &&
+		     in->adp_chunked[id % in->adp] == id) || r->in_step)
 			continue;
 		if (serve_make_room(s, in, id, r->computed + k, now))
-			in->new_token_ratio = e->new_token_ratio;
+			in->new_token_ratio = in->init_token_ratio;
 		if (r->state != REQ_RUNNING)
 			break;
 		serve_mark(in, r, k, 0, now);
@@ -344,11 +451,13 @@ static int64_t sched_sglang(struct serve *s, struct serve_inst *in,
 {
 	int64_t n = 0;
 
-	if (in->waiting.n > 0 || in->chunked_req >= 0)
+	if (in->adp > 1 && in->adp <= ADP_MAX_BINS)
+		n = sglang_prefill_adp(s, in, now);
+	else if (in->waiting.n > 0 || in->chunked_req >= 0)
 		n = sglang_prefill(s, in, now);
 	if (n != 0)
 		return n;
-	return sglang_decode(s, in, now);
+	return sglang_decode(s, in, now, NULL);
 }
 
 /* ---- vLLM V0 ---- */

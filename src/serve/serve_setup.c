@@ -159,6 +159,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	const struct infer_ctx *x = &st->ctx;
 	const struct serving_spec *sv = &s->job->serving;
 	char msg[512];
+	int k;
 
 	infer_mem_job(x->job, x->eng, &x->dims, x->split,
 		      (double)x->max_tokens, (double)x->max_seqs,
@@ -175,7 +176,15 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->adp = x->adp > 0 ? x->adp : 1;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
-	in->new_token_ratio = x->eng->new_token_ratio;
+	for (k = 0; k < ADP_MAX_BINS; k++)
+		in->adp_chunked[k] = -1;
+	/* SGLang under attention DP: server_args.py _handle_data_parallelism
+	 * multiplies schedule_conservativeness by 0.3, and the scheduler's
+	 * initial ratio, floor and decay all scale with it */
+	in->init_token_ratio = fmin(x->eng->new_token_ratio *
+				    (x->adp > 1 ? x->eng->
+				     adp_schedule_conservativeness : 1), 1);
+	in->new_token_ratio = in->init_token_ratio;
 	if (mem->weights_B + mem->activations_B + mem->workspace_B >
 	    mem->usable_B) {
 		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "

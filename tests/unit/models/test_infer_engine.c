@@ -414,6 +414,20 @@ Test(infer, v0_tp_metadata_host_time)
 	cr_assert_float_eq(v0_host_s(1), 1.020e-3, 1e-12);
 }
 
+/* vLLM before 0.6.0 (vllm-v0.5.yaml) at TP 1: step_overhead 1 ms +
+ * seq_overhead 95 us a sequence; at 200 sequences 1 ms + 19 ms = 20 ms,
+ * RFC #6801's "when BS is 200, all this together can be 20ms" (sampling,
+ * input preparation, output processing and the scheduler of V0 in
+ * 2024-08), the figure the 95 us was read from; at 4 sequences 1.38 ms
+ * where vllm-v0 (0.6) charges 1.020 ms. */
+Test(infer, v0_before_060_host_time_a_sequence)
+{
+	cr_assert_float_eq(host_s("serving.engine=vllm-v0.5",
+				  "serving.batch=200", 1), 20e-3, 1e-12);
+	cr_assert_float_eq(host_s("serving.engine=vllm-v0.5",
+				  "serving.batch=4", 1), 1.38e-3, 1e-12);
+}
+
 /* The host time of a decode step of `bs` sequences on tests' Llama 3 70B
  * under vLLM V1 (the vllm preset: step_overhead 0.5 ms, seq_overhead
  * 2 us, tp_step_overhead 15 us, tp_seq_overhead 0.5 us), TP 8 or TP 1. */

@@ -2,8 +2,8 @@
  * test_infer_moe_fp8.c - TensorRT-LLM's CUTLASS fused MoE under
  * attention DP with block-scaled fp8 experts (a DeepSeek checkpoint's
  * 128 x 128 scales) against per-tensor fp8 ones (src/models/infer_moe.c
- * cutlass_ops, quant_in_op), and vLLM's Triton fused_moe on block-scaled
- * experts (block_rate).
+ * cutlass_ops, quant_in_op), and vLLM's and SGLang's Triton fused_moe on
+ * block-scaled experts (block_rate), DeepGEMM's behind DeepEP.
  *
  * CutlassFusedMoE.forward_chunk (NVIDIA/TensorRT-LLM @ 000a01de
  * _torch/modules/fused_moe/fused_moe_cutlass.py) quantizes the experts'
@@ -192,4 +192,43 @@ Test(infer_moe_fp8, vllm_triton_block_scaled_experts_run_at_the_gpu_rate)
 	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
 	fixture_infer_moe_ops(Q30, ptq, 2, 8, &d, &o);
 	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
+}
+
+/*
+ * SGLang's Fp8MoEMethod.create_moe_runner (0.5.x, moe_runner_backend
+ * auto): DeepGEMM when the a2a backend is DeepEP, else its Triton
+ * fused_moe (sglang.yaml fp8_block_moe_kernel: triton). DeepSeek-V3 on 8
+ * H200: `--tp 8` (experts tensor-parallel, no dispatcher) runs the
+ * grouped GEMMs at h200.yaml's triton_moe_fp8_block_rate 0.39, as vLLM's
+ * test above; attention DP 8, EP 8 behind DeepEP (normal: forward mode;
+ * low-latency: direct mode) keeps the fp8 rate (block_rate 1), and so
+ * does vLLM behind DeepEP (DeepGEMM experts there too).
+ */
+Test(infer_moe_fp8, sglang_triton_experts_unless_deepep_dispatches)
+{
+	const char *tp[] = {"serving.engine=sglang", "parallelism.tp=8",
+			    "parallelism.dp=1", "parallelism.ep=1",
+			    "parallelism.attention_dp=false"};
+	const char *ep[] = {"serving.engine=sglang", "moe.dispatcher=deepep"};
+	const char *ll[] = {"serving.engine=sglang",
+			    "moe.dispatcher=deepep-ll"};
+	const char *vl[] = {"serving.engine=vllm", "moe.dispatcher=deepep"};
+	const char *lib[] = {"serving.engine=sglang"};
+	struct infer_dims d;
+	struct infer_ops o;
+
+	fixture_infer_moe_ops(DSV3, tp, 5, 8, &d, &o);
+	cr_assert(!d.moe.deepgemm);
+	cr_assert_float_eq(d.moe.block_rate, 0.39, 1e-12);
+	fixture_infer_moe_ops(DSV3, ep, 2, 8, &d, &o);
+	cr_assert(d.moe.deepgemm);
+	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
+	fixture_infer_moe_ops(DSV3, ll, 2, 8, &d, &o);
+	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
+	fixture_infer_moe_ops(DSV3, vl, 2, 8, &d, &o);
+	cr_assert_float_eq(d.moe.block_rate, 1.0, 1e-12);
+	/* attention DP on the library all-to-all (no DeepEP): Triton */
+	fixture_infer_moe_ops(DSV3, lib, 1, 8, &d, &o);
+	cr_assert(!d.moe.deepgemm);
+	cr_assert_float_eq(d.moe.block_rate, 0.39, 1e-12);
 }

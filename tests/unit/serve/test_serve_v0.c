@@ -103,3 +103,31 @@ Test(serve_v0, no_prompt_inside_a_window)
 	cr_assert_eq(b.completed, 2);
 	cr_assert_float_eq(b.output_tokens, 4.0, 1e-12);
 }
+
+/*
+ * vLLM before 0.6.0 (vllm-v0.5.yaml): the same V0 scheduler and GPU work
+ * as vllm-v0, its host time a sequence 95 us (RFC #6801: 20 ms between
+ * steps at 200 sequences, less the 1 ms a step) against vllm-v0's 5 us,
+ * in series with the GPU (no overlap: no async output processor).
+ * Four requests at t = 0 of 128 prompt tokens and 3 output tokens, TP 1
+ * (no tp_step_overhead): [prefill A B C D] then 2 decodes of the four,
+ * 3 steps under either preset, each step's host work 1 ms + 4 x
+ * seq_overhead. So v0.5 - v0 = 3 steps x 4 x (95 - 5) us = 1.08 ms of
+ * duration (test_infer_engine.c checks the 200-sequence step's 20 ms).
+ */
+Test(serve_v0, pre_060_host_work_a_sequence_is_in_series)
+{
+	const char *v05[] = {"serving.engine=vllm-v0.5", "serving.requests=4",
+			     "serving.input_len=128", "serving.output_len=3"};
+	const char *v06[] = {"serving.engine=vllm-v0", "serving.requests=4",
+			     "serving.input_len=128", "serving.output_len=3"};
+	struct serve_result a, b;
+
+	serve_fixture_run(L8, v05, 4, &a);
+	serve_fixture_run(L8, v06, 4, &b);
+	cr_assert_eq(a.steps, 3, "%lld steps", (long long)a.steps);
+	cr_assert_eq(b.steps, 3, "%lld steps", (long long)b.steps);
+	cr_assert_eq(a.completed, 4);
+	cr_assert_float_eq(a.duration_s - b.duration_s, 3 * 4 * 90e-6, 1e-9,
+			   "v0.5 %g s, v0 %g s", a.duration_s, b.duration_s);
+}
