@@ -232,7 +232,7 @@ struct coll_lib_spec {
 	int ll128_c2c;					/* runs LL128 across nodes where the system's
 							 * GPUs reach their NICs over C2C
 							 * (system nic_via_c2c) */
-	int gpu_floor;					/* its ring LL kernels run at the GPU's own
+	int gpu_floor;					/* its ring and tree LL kernels run at the GPU's own
 							 * collective_launch / collective_ll_step
 							 * (the tuner keeps base / hop_scale_up) */
 	int64_t max_channels;				/* parallel rings/trees per collective */

@@ -94,7 +94,7 @@ static void attn_dims(const struct job_spec *j, struct layer_dims *d)
 			  j->framework->cp_torch_compiled == 1;
 }
 
-int layer_job_captures(const struct job_spec *j, int scope)
+static int scope_listed(const struct job_spec *j, int scope)
 {
 	const struct schema_int_list *l = &j->training.cuda_graphs;
 	size_t i;
@@ -103,6 +103,18 @@ int layer_job_captures(const struct job_spec *j, int scope)
 		if (l->v[i] + 1 == (int64_t)scope)	/* from SCOPE_ATTN */
 			return 1;
 	return 0;
+}
+
+/* Megatron-Core's "moe" scope captures all of TransformerLayer.
+ * _forward_mlp() for a MoE layer, its router and preprocessing included
+ * (transformer_config.py cuda_graph_modules @ d98e8a64dd: "moe" and
+ * "moe_router" are exclusive there). */
+int layer_job_captures(const struct job_spec *j, int scope)
+{
+	if (scope_listed(j, scope))
+		return 1;
+	return (scope == SCOPE_MOE_ROUTER || scope == SCOPE_MOE_PREPROCESS) &&
+	       scope_listed(j, SCOPE_MOE);
 }
 
 /* The router GEMMs' dtypes. Megatron-Core's RouterGatingLinearFunction
@@ -215,7 +227,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	e->probs_call = mj->dispatcher && mj->dispatcher->probs_call;
 	e->sync_preprocess = mj->dispatcher &&
 			     mj->dispatcher->dtoh_after_graph &&
-			     layer_job_captures(j, SCOPE_MOE_PREPROCESS);
+			     scope_listed(j, SCOPE_MOE_PREPROCESS);
 	e->call_host_s = mj->dispatcher ? mj->dispatcher->dispatch_call_host_s
 					 : 0;
 	/* the expert layout puts etp innermost, then ep: a group of ep

@@ -105,7 +105,8 @@ static void cast_op(struct layer_ops *o, const char *name, double n,
  * router.cpp: the scores and the intermediate are at::kFloat; the
  * logits' gradient takes ctx.logits_dtype.) Five kernels, per [T, E]
  * element read 8 + 2 L B and write 4 + 2 L B; ~5 FLOPs an element (the
- * softmax backward's product and sum, the add). */
+ * softmax backward's product and sum, the add) [?: a count, not read
+ * from the kernels]. */
 static void aux_loss_bwd(struct layer_ops *o, const struct moe_dims *m)
 {
 	double n = m->tokens * m->experts;

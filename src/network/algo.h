@@ -43,7 +43,7 @@
 #include "ham.h"
 #include "plan.h"
 
-/* The GPU's own cost of a ring LL collective kernel (its gpu.yaml
+/* The GPU's own cost of a ring / tree LL collective kernel (its gpu.yaml
  * collective_launch and collective_ll_step), where the library runs at
  * them (its gpu_floor): the ring's and the tree's LL phases run at
  * base_s + steps x step_s over the scale-up fabric (a tree's network
@@ -68,7 +68,7 @@ struct algo_ctx {
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
 	int select_view;		/* hops as the library's tuner sees them (select_hop_*) */
-	struct algo_floor floor;	/* the GPU's ring LL costs; zeros = none */
+	struct algo_floor floor;	/* the GPU's ring / tree LL costs; zeros = none */
 	struct pipe pipe;		/* this phase's chunked pipeline (algo_pipe) */
 	const char *why;		/* why the algorithm does not apply */
 };

@@ -87,7 +87,7 @@ struct net {
 	uint32_t a2a_entries;		/* cache entries keyed by a matrix */
 	int replay;			/* replay idle-link collectives */
 	int noguests;			/* no guests on replays (flow.c) */
-	struct algo_floor floor;	/* the GPU's ring LL costs (gpu_floor) */
+	struct algo_floor floor;	/* the GPU's ring / tree LL costs (gpu_floor) */
 	int failed;
 	char error[256];
 };
@@ -225,7 +225,7 @@ static double pipeline_bytes(const struct coll_desc *c)
 	return most;
 }
 
-/* The GPU's own ring LL costs where the library runs at them (its
+/* The GPU's own ring / tree LL costs where the library runs at them (its
  * gpu_floor), else NULL (the library's base and hop). */
 static const struct algo_floor *gpu_floor(struct net *n)
 {

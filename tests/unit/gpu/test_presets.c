@@ -288,7 +288,9 @@ Test(gpu, b200_graph_kernel_is_trtllm_moe_gap)
  * test_infer_moe.c shape (8,192 rows) took its 2.37 us of bytes instead
  * of 8,192 x 8.3 ns = 67.99 us. B300's own tables (results/reference/
  * kernels/aic-b300-trtllm-1.3.0rc20-moe-nvfp4.tsv, held out) read a median
- * of -13.0 % at 0 and +6.7 % at 8.3 ns (b300.yaml). Fails with b300 at 0. */
+ * of -13.0 % at 0 and +6.7 % at 8.3 ns (b300.yaml). One Blackwell value
+ * is a choice (B300 / GB300 fitted alone read 4.8-5.4 ns, inference
+ * README round 45), pinned here. Fails with b300 at 0. */
 Test(gpu, blackwell_cutlass_moe_pays_one_row_time)
 {
 	static const char *const bw[] = {"b200", "gb200", "b300", "gb300"};
@@ -301,8 +303,6 @@ Test(gpu, blackwell_cutlass_moe_pays_one_row_time)
 		cr_assert_eq(load(&a, bw[i], &g), 0);
 		cr_assert_float_eq(g.cutlass_moe_row_time_s[DTYPE_NVFP4],
 				   8.3e-9, 1e-15, "%s", bw[i]);
-		cr_assert_float_eq(8192 * g.cutlass_moe_row_time_s[DTYPE_NVFP4],
-				   67.9936e-6, 1e-12, "%s", bw[i]);
 	}
 	arena_release(&a);
 }

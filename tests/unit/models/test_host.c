@@ -336,3 +336,34 @@ Test(host, p2p_sync_delays_every_action)
 	cr_assert_leq(on.step_s - off.step_s, 14e-3 + 1e-9, "on %.6f, off %.6f",
 		      on.step_s, off.step_s);
 }
+
+/* Megatron-Core's "moe" graph scope captures all of _forward_mlp() for a
+ * MoE layer, its norm, router and preprocessing included
+ * (transformer_config.py cuda_graph_modules @ d98e8a64dd), so [attn, moe]
+ * runs as [attn, moe_router, moe_preprocess, moe]: the MoE fixture (4
+ * layers, 1 microbatch, static sizes: no count sync) with every cost 0
+ * but a 1 ms replay issues the same replays both ways; were the router
+ * left eager, [attn, moe] would split each pass at it and issue more. */
+Test(host, the_moe_scope_captures_the_router_and_preprocess)
+{
+	struct fixture f;
+	struct ep_comm_spec e;
+	struct host_run moe_only, listed;
+	int64_t a[2] = { SCOPE_ATTN - 1, SCOPE_MOE - 1 };
+	int64_t b[4] = { SCOPE_ATTN - 1, SCOPE_MOE_ROUTER - 1,
+			 SCOPE_MOE_PREPROCESS - 1, SCOPE_MOE - 1 };
+
+	moe(&f, &e, 0);
+	host_costs(&f, 0);
+	f.fw.host.graph_s = 1e-3;
+	f.job.training.cuda_graphs.v = a;
+	f.job.training.cuda_graphs.n = 2;
+	run(&f, &moe_only);
+	f.job.training.cuda_graphs.v = b;
+	f.job.training.cuda_graphs.n = 4;
+	run(&f, &listed);
+	cr_assert_eq(moe_only.issues, listed.issues, "%u vs %u issues",
+		     moe_only.issues, listed.issues);
+	cr_assert_float_eq(moe_only.host_s, listed.host_s, 1e-12, "%g vs %g s",
+			   moe_only.host_s, listed.host_s);
+}
