@@ -22,6 +22,19 @@ void serve_fixture_open(struct serve_fixture *f, const char *path,
 	cr_assert_eq(serve_setup(&f->s, &f->r), 0);
 }
 
+void serve_fixture_arrive(struct serve_inst *in, struct serve_req *req,
+			  int64_t i, int64_t prompt)
+{
+	memset(&req[i], 0, sizeof(req[i]));
+	req[i].input = req[i].prompt = prompt;
+	req[i].output = 10;
+	req[i].adp_rank = req[i].adp_inst = -1;
+	req[i].first_scheduled_s = req[i].first_token_s = -1;
+	req[i].done_s = -1;
+	req[i].state = REQ_WAITING;
+	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
+}
+
 void serve_fixture_close(struct serve_fixture *f)
 {
 	serve_teardown(&f->s);

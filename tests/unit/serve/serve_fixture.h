@@ -7,6 +7,7 @@
 #define LLMSIM_TEST_SERVE_FIXTURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/diag.h"
 #include "base/mem.h"
@@ -30,5 +31,10 @@ void serve_fixture_close(struct serve_fixture *f);
  * its totals kept. */
 void serve_fixture_run(const char *path, const char *const *sets, size_t n,
 		       struct serve_result *r);
+
+/* Request i of req[] (prompt tokens, 10 output, no cached prefix) waits
+ * at instance in, as the arrival path leaves it. */
+void serve_fixture_arrive(struct serve_inst *in, struct serve_req *req,
+			  int64_t i, int64_t prompt);
 
 #endif

@@ -11,6 +11,7 @@
 #include "models/infer_prog.h"
 #include "serve/serve_impl.h"
 #include "../models/fixture.h"
+#include "serve_fixture.h"
 
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 
@@ -23,20 +24,6 @@ static void group_is(const struct infer_batch *b, int k, double count,
 	cr_assert_float_eq(b->g[k].ctx, ctx, 1e-12, "group %d", k);
 	cr_assert_eq(b->g[k].prefill, prefill, "group %d", k);
 	cr_assert_float_eq(b->g[k].rank_count, mine, 1e-12, "group %d", k);
-}
-
-/* Request i of req[] (prompt tokens, 10 output) arrives at instance in. */
-static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
-		   int64_t prompt)
-{
-	memset(&req[i], 0, sizeof(req[i]));
-	req[i].input = req[i].prompt = prompt;
-	req[i].output = 10;
-	req[i].adp_rank = req[i].adp_inst = -1;
-	req[i].first_scheduled_s = req[i].first_token_s = -1;
-	req[i].done_s = -1;
-	req[i].state = REQ_WAITING;
-	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
 }
 
 /* Instance `in` of s (job from L8 with sets), two attention-DP ranks, a
@@ -65,7 +52,7 @@ static void adp_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 	in->pp = 1;
 	in->tag = 1;
 	for (i = 0; i < 4; i++)
-		arrive(in, req, i, prompt[i]);
+		serve_fixture_arrive(in, req, i, prompt[i]);
 }
 
 /* Free what adp_setup and the scheduler allocated. */
@@ -367,10 +354,10 @@ Test(serve_adp, balance_holds_contexts_until_every_rank_has_one)
 	s.nreq = 7;
 	for (tag = 1; tag <= 6; tag++) {
 		if (tag == 2)
-			arrive(&in, req, 4, 100);
+			serve_fixture_arrive(&in, req, 4, 100);
 		if (tag == 5) {
-			arrive(&in, req, 5, 100);
-			arrive(&in, req, 6, 100);
+			serve_fixture_arrive(&in, req, 5, 100);
+			serve_fixture_arrive(&in, req, 6, 100);
 		}
 		in.tag = tag;
 		cr_assert_eq(serve_schedule(&s, &in, (double)tag, &b),

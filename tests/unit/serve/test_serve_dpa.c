@@ -18,20 +18,6 @@
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 #define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
 
-/* Request i (prompt tokens, 10 output) waits at instance in. */
-static void arrive(struct serve_inst *in, struct serve_req *req, int64_t i,
-		   int64_t prompt)
-{
-	memset(&req[i], 0, sizeof(req[i]));
-	req[i].input = req[i].prompt = prompt;
-	req[i].output = 10;
-	req[i].adp_rank = req[i].adp_inst = -1;
-	req[i].first_scheduled_s = req[i].first_token_s = -1;
-	req[i].done_s = -1;
-	req[i].state = REQ_WAITING;
-	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
-}
-
 /* Instance `in` of s (L8 under sglang), two attention-DP ranks: the
  * instance's max_tokens 2 x 2048 (serve_setup.c: the engine's
  * chunked_prefill_size a rank), so SGLang's share a rank is
@@ -62,7 +48,7 @@ static void dpa_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 	in->pp = 1;
 	in->tag = 1;
 	for (i = 0; i < n; i++)
-		arrive(in, req, i, prompt[i]);
+		serve_fixture_arrive(in, req, i, prompt[i]);
 }
 
 static void dpa_teardown(struct arena *a, struct serve_inst *in)
