@@ -581,6 +581,19 @@ struct cnode *config_merge(struct resolver *r, const struct schema *s,
 			continue;	/* resolve_ref has used it */
 		j = find_pair(s, out, f, k->text);
 		keyjoin(sub, keypath, k->text);
+		/* null over a key of the schema unsets it: the base's value
+		 * goes (a sweep point or --set could not take back a key
+		 * the base sets, e.g. parallelism.dp when system.nodes is
+		 * swept); an unknown key keeps its null to be named */
+		if (f && cnode_is_null(over->pairs[i].value)) {
+			if (j >= 0) {
+				memmove(&out->pairs[j], &out->pairs[j + 1],
+					(out->npairs - (size_t)j - 1) *
+					sizeof(*out->pairs));
+				out->npairs--;
+			}
+			continue;
+		}
 		nv = merge_value(r, f, j >= 0 ? out->pairs[j].value : NULL,
 				 over->pairs[i].value, sub);
 		if (!nv)

@@ -359,6 +359,39 @@ Test(config, a_schedule_vpp_picks_names_where_vpp_is)
 	tmpdir_remove(dir);
 }
 
+Test(config, null_over_a_base_unsets_the_key)
+{
+	static const char *const unset[] = {"parallelism.tp=null",
+					    "parallelism.dp=~"};
+	static const char *const typo[] = {"parallelism.tpp=null"};
+	const struct job_spec *j;
+	const char *f;
+
+	/*
+	 * The file pins tp 8 and dp 2 on test-sys's 16 GPUs. null over
+	 * them (a --set, a sweep's value) is as if the file left them out:
+	 * tp its default 1, dp inferred 16 / 1 = 16. It was an error
+	 * ("got null (remove the key...)"), so a sweep of system.nodes
+	 * could not free the base's dp. An unknown key's null is still
+	 * named; null in a file with no base under it is still an error.
+	 */
+	tmpdir_make(dir);
+	f = file("j.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism: {tp: 8, dp: 2}\n");
+	j = load_sets("job", f, unset, 2);
+	cr_assert_eq(j->parallelism.tp, 1);
+	cr_assert_eq(j->parallelism.dp, 16);
+	load_fails("job", f, typo, 1, "parallelism.tpp");
+	f = file("k.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism: {tp: null}\n");
+	load_fails("job", f, NULL, 0, "got null");
+	tmpdir_remove(dir);
+}
+
 Test(config, layout_errors_point_at_the_key_changed)
 {
 	static const char *const tp[] = {"parallelism.tp=3"};
