@@ -130,6 +130,16 @@ done
 "$llmsim" measure --import "$tmp/many.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'many.txt:275: error: more than 256 points in one run' "$tmp/err" ||
 	{ bad "a converted run's error: not at the file's line"; cat "$tmp/err"; }
+# 8 ranks over 3 hosts (6, 1, 1): stored as 3 nodes x 3 with a warning
+# (it was 3 nodes x 8, which validate laid out as one node of 8).
+sed -e 's/on    node-a device  3/on    node-b device  3/' \
+	-e 's/on    node-a device  5/on    node-c device  5/' "$ag" >"$tmp/uneven.txt"
+"$llmsim" measure --import "$tmp/uneven.txt" --no-store --json >"$tmp/out" 2>"$tmp/err"
+grep -q 'uneven.txt:4: warning: 8 ranks over 3 hosts, not as many on each: stored as 3 nodes x 3' "$tmp/err" ||
+	{ bad "8 ranks over 3 hosts: no warning"; cat "$tmp/err"; }
+"$llmsim" measure --import "$tmp/uneven.txt" --db "$tmp/uneven.db" >"$tmp/out" 2>&1
+"$llmsim" validate --kind measured --db "$tmp/uneven.db" --system dgx-h100 --no-store >"$tmp/out" 2>&1
+grep -q '8 ranks (3 x 3)' "$tmp/out" || { bad "8 ranks over 3 hosts: not 3 x 3"; head -3 "$tmp/out"; }
 sed 's/all_gather_perf/hypercube_perf/' "$ag" >"$tmp/hyper.txt"
 "$llmsim" measure --import "$tmp/hyper.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'does not predict: hypercube_perf' "$tmp/err" ||

@@ -353,6 +353,18 @@ static int flush_run(struct run *r, FILE *out, struct line_map *map,
 			   "nThread and nGpus");
 		return -1;
 	}
+	/* Ranks that do not spread evenly over the hosts (8 over 3: 6, 1,
+	 * 1) were stored as 3 nodes x 8, which validate lays out as all 8
+	 * on the first node: a multi-node run predicted as one node, said
+	 * nowhere. As many a node as the fullest could hold, ceil(ranks /
+	 * nodes), spans every node (3, 3, 2), and the warning says it. */
+	if (ranks % nodes)
+		diag_warn(d, where, (int)r->header_line, 0, "%d ranks over %d "
+			  "hosts, not as many on each: stored as %d nodes x "
+			  "%d (validate lays the ranks out %d a node, in "
+			  "order)", ranks, nodes, nodes,
+			  (ranks + nodes - 1) / nodes,
+			  (ranks + nodes - 1) / nodes);
 	/* protocol 2's terms are nccl-tests' own: its count column per
 	 * rank, its alltoallv's size what each rank sends (protocol 1
 	 * would have the reader divide both by the ranks) */
@@ -364,7 +376,7 @@ static int flush_run(struct run *r, FILE *out, struct line_map *map,
 		r->nhosts ? r->hosts[0] : "", r->device, r->lib[0] ? r->lib :
 		"NCCL", r->version, r->tests[0] ? r->tests : "nccl-tests",
 		ranks, nodes,
-		ranks % nodes ? ranks : ranks / nodes, iters);
+		(ranks + nodes - 1) / nodes, iters);
 	if (map_add(map, r->header_line, d) != 0)
 		return -1;
 	for (i = 0; i < r->npts; i++) {
