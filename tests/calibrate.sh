@@ -212,6 +212,10 @@ status 2 "--start of a key not fitted" $floor --start gpu.kernel_launch=5us
 grep -q 'not a parameter this fit fits' "$tmp/err" || { bad "--start: wording"; cat "$tmp/err"; }
 status 2 "--start outside the bounds" $floor --start gpu.collective_launch=0us
 status 2 "--start not a time" $floor --start gpu.collective_launch=fast
+# Its error is at "--set:N" (after the run's sets): a note says N is the
+# --start (it named a --set the command line did not have).
+grep -q -- 'note: --set [0-9]*: the --start option (after the' "$tmp/err" ||
+	{ bad "--start not a time: no note of which --set"; cat "$tmp/err"; }
 status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 # An empty list or item is refused: strtok skipped them, so --run , fitted
 # every run in the database and --params , named no parameter.
