@@ -140,6 +140,15 @@ grep -q 'uneven.txt:4: warning: 8 ranks over 3 hosts, not as many on each: store
 "$llmsim" measure --import "$tmp/uneven.txt" --db "$tmp/uneven.db" >"$tmp/out" 2>&1
 "$llmsim" validate --kind measured --db "$tmp/uneven.db" --system dgx-h100 --no-store >"$tmp/out" 2>&1
 grep -q '8 ranks (3 x 3)' "$tmp/out" || { bad "8 ranks over 3 hosts: not 3 x 3"; head -3 "$tmp/out"; }
+# 4097 hosts: past the 4096 the converter counts (nodes were stored as
+# 4096, silently): refused at the header.
+{ sed -n 1,6p "$ag"
+  awk 'BEGIN { for (i = 0; i < 4097; i++) printf "#  Rank %4d Group  0 Pid 1 on h%d device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n", i, i }'
+  sed -n '15,$p' "$ag"
+} >"$tmp/hosts.txt"
+"$llmsim" measure --import "$tmp/hosts.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'hosts.txt:4: error: this nccl-tests run names more than 4096 hosts' "$tmp/err" ||
+	{ bad "4097 hosts: not refused"; cat "$tmp/err"; }
 sed 's/all_gather_perf/hypercube_perf/' "$ag" >"$tmp/hyper.txt"
 "$llmsim" measure --import "$tmp/hyper.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'does not predict: hypercube_perf' "$tmp/err" ||

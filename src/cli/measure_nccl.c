@@ -85,6 +85,7 @@ struct run {
 	char op[32], device[128], version[64], lib[16], tests[48];
 	char *hosts[MAX_HOSTS];
 	int nhosts, ranks, threads, gpus, iters, open;
+	int hosts_over;		/* a host past MAX_HOSTS: not counted */
 	unsigned header_line;
 	struct point *pts;	/* the run's rows, until its end */
 	size_t npts, cap;
@@ -213,8 +214,10 @@ static void rank_line(struct run *r, const char *line)
 		for (h = 0; h < r->nhosts; h++)
 			if (strcmp(r->hosts[h], tok[i + 1]) == 0)
 				break;
-		if (h == r->nhosts && r->nhosts < MAX_HOSTS &&
-		    (r->hosts[r->nhosts] = strdup(tok[i + 1])))
+		if (h == r->nhosts && r->nhosts == MAX_HOSTS)
+			r->hosts_over = 1;
+		else if (h == r->nhosts &&
+			 (r->hosts[r->nhosts] = strdup(tok[i + 1])))
 			json_safe(r->hosts[r->nhosts++]);
 	}
 	if (!r->device[0] && name) {
@@ -358,6 +361,13 @@ static int flush_run(struct run *r, FILE *out, struct line_map *map,
 	 * on the first node: a multi-node run predicted as one node, said
 	 * nowhere. As many a node as the fullest could hold, ceil(ranks /
 	 * nodes), spans every node (3, 3, 2), and the warning says it. */
+	if (r->hosts_over) {
+		diag_error(d, where, (int)r->header_line, 0, "this nccl-tests "
+			   "run names more than %d hosts, the most llmsim "
+			   "counts (its nodes were stored as %d)", MAX_HOSTS,
+			   MAX_HOSTS);
+		return -1;
+	}
 	if (ranks % nodes)
 		diag_warn(d, where, (int)r->header_line, 0, "%d ranks over %d "
 			  "hosts, not as many on each: stored as %d nodes x "
