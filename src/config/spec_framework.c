@@ -267,6 +267,11 @@ static const struct schema_field host_fields[] = {
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops the router issues beyond its GEMM and "
 		  "top-k (aux losses, bookkeeping), per forward" },
+	{ .key = "router_bwd_ops", .type = ST_INT,
+	  .offset = HOFF(router_bwd_ops), .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: kernels the router's aux-loss backward runs beyond the "
+		  "top-k's (the loss scaler, the fused loss and score backward, "
+		  "the sum of the logits' two gradients), per backward" },
 	{ .key = "dispatch_ops", .type = ST_INT, .offset = HOFF(dispatch_ops),
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops of the dispatcher's preprocessing "

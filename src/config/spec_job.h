@@ -350,6 +350,8 @@ struct host_spec {
 				 * pipeline send/recv (non-interleaved schedules) */
 	int64_t router_ops;	/* MoE: small PyTorch ops of the router beyond its
 				 * GEMM and top-k (aux loss, bookkeeping) */
+	int64_t router_bwd_ops;	/* MoE: kernels of the aux loss's backward
+				 * beyond the top-k's (autograd nodes) */
 	int64_t dispatch_ops;	/* MoE: small PyTorch ops of the dispatcher's
 				 * preprocessing (counts, splits, their copies) */
 	int64_t dispatch_unfused_ops;	/* MoE: more of them with the unfused

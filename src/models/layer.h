@@ -112,6 +112,8 @@ struct moe_dims {
 				 * rank, not E counts (moe.c counts_fwd) */
 	double router_ops;	/* small PyTorch ops of the router beyond its
 				 * GEMM and top-k (framework host data) */
+	double router_bwd_ops;	/* kernels of the aux loss's backward beyond
+				 * the top-k's (framework host data) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
 				 * preprocessing (framework host data; the
 				 * unfused permute's with more than one local

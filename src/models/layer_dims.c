@@ -227,6 +227,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 				      e->dispatch_dt,
 				      0) : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
+	e->router_bwd_ops = (double)j->framework->host.router_bwd_ops;
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
 	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;

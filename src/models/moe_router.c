@@ -5,7 +5,8 @@
  *
  * Forward: the gating GEMM (T x E from h), the fused top-k on [T, E]
  * fp32 scores, the aux-loss and bookkeeping ops (framework router_ops).
- * Backward: the top-k's, then the two gating GEMMs.
+ * Backward: the top-k's, the aux loss's (framework router_bwd_ops), then
+ * the two gating GEMMs.
  *
  * Casts (framework router_gemm_te with a router dtype wider than the
  * activations', e.g. fp32 under bf16): Megatron-Core's
@@ -82,6 +83,38 @@ static void cast_op(struct layer_ops *o, const char *name, double n,
 	lop_memop(o, name, PASS_BWD, n * from_B, n * to_B, 0)->host = HOST_OP;
 }
 
+/* The aux loss's backward (framework router_bwd_ops kernels, each an
+ * autograd node). Megatron-Core attaches the loss to the probabilities
+ * with MoEAuxLossAutoScaler (moe_utils.py @ NVIDIA/Megatron-LM 256f6065,
+ * router.py attach_and_log_load_balancing_loss), so when their gradient
+ * arrives autograd runs, on top of the top-k's backward:
+ *   MoEAuxLossAutoScaler.backward  torch.ones_like(aux_loss) * scale:
+ *                                  two one-value kernels;
+ *   FusedAuxLoss.backward          tex.fused_moe_aux_loss_bwd writes the
+ *                                  probabilities' gradient [T, E] in the
+ *                                  scores' fp32 (4 B; nothing read but
+ *                                  scalars and E counts);
+ *   FusedComputeScoresForMoEAuxLoss.backward  tex.fused_score_for_moe_
+ *                                  aux_loss_bwd reads the saved fp32
+ *                                  scores and their gradient (4 + 4 B) and
+ *                                  writes the logits' gradient in the
+ *                                  logits' dtype (L B);
+ *   the logits feed both the routing and the aux scores, so autograd sums
+ *                                  their two gradients: read 2 L, write L.
+ * (Transformer Engine v2.14 pytorch/router.py and csrc/extensions/
+ * router.cpp: the scores and the intermediate are at::kFloat; the
+ * logits' gradient takes ctx.logits_dtype.) Five kernels, per [T, E]
+ * element read 8 + 2 L B and write 4 + 2 L B; ~5 FLOPs an element (the
+ * softmax backward's product and sum, the add). */
+static void aux_loss_bwd(struct layer_ops *o, const struct moe_dims *m)
+{
+	double n = m->tokens * m->experts;
+	double L = dtype_bytes((enum dtype)m->router_dt);
+
+	lop_eager(o, "router_aux_bwd", PASS_BWD, n * (8 + 2 * L),
+		  n * (4 + 2 * L), 0, m->router_bwd_ops, 5 * n);
+}
+
 void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
@@ -93,6 +126,8 @@ void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
 		return;
 	lop_memop(o, "router_topk_bwd", PASS_BWD, T * E * 4 + T * m->topk * 12,
 		  T * E * 4, 6 * T * E);
+	if (m->router_bwd_ops > 0)
+		aux_loss_bwd(o, m);
 	if (narrow_B > 0)
 		cast_op(o, "router_weight_cast", E * h, narrow_B, wide_B);
 	op = lop_gemm(o, "router_dgrad", PASS_BWD, T, h, E, 0);

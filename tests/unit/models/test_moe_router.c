@@ -80,3 +80,61 @@ Test(moe, fp32_router_backward_casts_around_its_gemms)
 	cr_assert_not_null(fixture_op(&m.o, "router_dgrad"));
 	moe_case_release(&m);
 }
+
+/*
+ * The aux loss's backward (framework router_bwd_ops, moe_router.c
+ * aux_loss_bwd): with router_bwd_ops 5 (Megatron-Core's
+ * MoEAuxLossAutoScaler ones_like and mul, TE's fused aux-loss and
+ * aux-score backward kernels, autograd's sum of the logits' two
+ * gradients) one op right after router_topk_bwd, 5 launches, 5 host
+ * calls. fixture_moe(8, 2, 512, 2): T = 4096, E = 8, n = T E = 32768
+ * elements.
+ *   fp32 router (L = 4): read n (8 + 2 x 4) = 16 n = 524288 B,
+ *                        write n (4 + 2 x 4) = 12 n = 393216 B;
+ *   bf16 router (L = 2): read 12 n = 393216 B, write 8 n = 262144 B;
+ *   FLOPs 5 n = 163840.
+ * With router_bwd_ops 0 (the schema default) no such op: the order of
+ * the test above (router_topk_bwd, then the casts) is unchanged.
+ */
+Test(moe, aux_loss_backward_after_the_topk_backward)
+{
+	struct moe_case m;
+	const struct layer_op *c;
+	int at;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.training.dtype = DTYPE_BF16;
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	m.f.fw.host.router_bwd_ops = 5;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));	/* bwd only */
+	moe_case_bwd(&m);
+	cr_assert_float_eq(m.d.moe.tokens * m.d.moe.experts, 32768, 1e-9);
+	at = fixture_op_index(&m.o, "router_topk_bwd");
+	cr_assert(at >= 0);
+	cr_assert_eq(fixture_op_index(&m.o, "router_aux_bwd"), at + 1);
+	c = fixture_op(&m.o, "router_aux_bwd");
+	cr_assert_eq(c->pass, PASS_BWD);
+	cr_assert_float_eq(c->k.read_B, 524288, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 393216, 1e-6);
+	cr_assert_float_eq(c->k.vec_flops, 163840, 1e-6);
+	cr_assert_float_eq(c->k.launches, 5, 1e-12);
+	cr_assert_eq(c->host_n, 5);
+	cr_assert_eq(c->host, HOST_OP);
+
+	/* a bf16 router: the logits' gradients at 2 B */
+	m.f.job.moe.router_dtype = DTYPE_BF16;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "router_aux_bwd");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 393216, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 262144, 1e-6);
+
+	/* not set: nothing */
+	m.f.fw.host.router_bwd_ops = 0;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
+	moe_case_release(&m);
+}
