@@ -697,6 +697,11 @@ static const struct schema_field lib_fields[] = {
 	  .flags = SF_OPTIONAL, .help = "preset name" },
 	{ .key = "pxn", .type = ST_BOOL, .offset = OFF(pxn), .def = "false",
 	  .help = "send cross-rail data through the scale-up peer on the receiver's rail" },
+	{ .key = "ll128_c2c", .type = ST_BOOL, .offset = OFF(ll128_c2c),
+	  .def = "true",
+	  .help = "runs LL128 across nodes where the GPUs reach their NICs "
+		  "over C2C (the system's nic_via_c2c); false: LL128 only "
+		  "within a node there (NCCL before 2.27.3)" },
 	{ .key = "ring_own_nics", .type = ST_BOOL, .offset = OFF(ring_own_nics),
 	  .def = "false",
 	  .help = "rings across nodes leave a node through its last GPU's own "
@@ -705,10 +710,12 @@ static const struct schema_field lib_fields[] = {
 		  "on one rail" },
 	{ .key = "gpu_floor", .type = ST_BOOL, .offset = OFF(gpu_floor),
 	  .def = "false",
-	  .help = "its ring LL kernels run at the GPU's own fixed cost and "
-		  "step (the GPU's collective_launch, collective_ll_step, "
-		  "where set) in place of the ring's base and hop_scale_up for "
-		  "LL; its tuner still times them at base and hop_scale_up" },
+	  .help = "its ring and tree LL kernels run at the GPU's own fixed "
+		  "cost and step (the GPU's collective_launch, "
+		  "collective_ll_step, where set) in place of the algorithm's "
+		  "base and hop_scale_up for LL (a tree's network hops keep "
+		  "hop_net); its tuner still times them at base and "
+		  "hop_scale_up" },
 	{ .key = "max_channels", .type = ST_INT, .offset = OFF(max_channels),
 	  .def = "32", .min = 1, .max = 1024,
 	  .help = "most parallel rings/trees one collective uses" },

@@ -229,6 +229,9 @@ struct coll_lib_spec {
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
 	int ring_own_nics;				/* a ring leaves a node on its last GPU's own NIC and
 							 * the next node runs reversed from that rail */
+	int ll128_c2c;					/* runs LL128 across nodes where the system's
+							 * GPUs reach their NICs over C2C
+							 * (system nic_via_c2c) */
 	int gpu_floor;					/* its ring LL kernels run at the GPU's own
 							 * collective_launch / collective_ll_step
 							 * (the tuner keeps base / hop_scale_up) */

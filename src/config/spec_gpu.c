@@ -555,18 +555,19 @@ static const struct schema_field gpu_fields[] = {
 	{ .key = "collective_launch", .type = ST_TIME,
 	  .offset = OFF(collective_launch_s), .def = "0 us", .min = 1e-7,
 	  .max = 1e-4, .flags = SF_FIT | SF_ZERO_OFF,
-	  .help = "fixed time a collective library's ring LL kernel takes on "
-		  "this GPU before its first step (launch, first flag "
-		  "exchange): what it runs at where the library's "
-		  "gpu_floor is on, in place of its ring base (its tuner keeps "
+	  .help = "fixed time a collective library's ring or tree LL kernel "
+		  "takes on this GPU before its first step (launch, first "
+		  "flag exchange): what it runs at where the library's "
+		  "gpu_floor is on, in place of its base (its tuner keeps "
 		  "the base); 0 = the library's base" },
 	{ .key = "collective_ll_step", .type = ST_TIME,
 	  .offset = OFF(collective_ll_step_s), .def = "0 us", .min = 1e-8,
 	  .max = 1e-4, .flags = SF_FIT | SF_ZERO_OFF,
-	  .help = "time of one ring LL step between two GPUs of the scale-up "
-		  "fabric (an 8 B data+flag store to the peer and the peer's "
-		  "poll), in place of the library's ring hop_scale_up where "
-		  "its gpu_floor is on; 0 = the library's hop" },
+	  .help = "time of one ring (or tree chain) LL step between two GPUs "
+		  "of the scale-up fabric (an 8 B data+flag store to the peer "
+		  "and the peer's poll), in place of the library's "
+		  "hop_scale_up where its gpu_floor is on; 0 = the library's "
+		  "hop" },
 };
 
 static void fill_defaults(struct gpu_spec *g)

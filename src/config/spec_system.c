@@ -68,6 +68,12 @@ static const struct schema_field system_fields[] = {
 	{ .key = "nics_per_node", .type = ST_INT, .offset = OFF(nics_per_node),
 	  .flags = SF_OPTIONAL, .min = 1, .max = 1024,
 	  .help = "scale-out NICs per node (default: gpus_per_node)" },
+	{ .key = "nic_via_c2c", .type = ST_BOOL, .offset = OFF(nic_via_c2c),
+	  .def = "false",
+	  .help = "a GPU reaches its scale-out NICs through its CPU over "
+		  "NVLink-C2C (GB200: the NICs hang off Grace's PCIe), not "
+		  "over a PCIe switch it shares with them; a library whose "
+		  "ll128_c2c is false then runs no LL128 across nodes" },
 	{ .key = "collectives", .type = ST_REF, .offset = OFF(collectives),
 	  .sub = &collectives_schema, .flags = SF_REQUIRED,
 	  .help = "collective library preset (rccl, nccl), path, or mapping" },

@@ -37,6 +37,8 @@ struct system_spec {
 	const struct fabric_spec *scale_out;	/* among nodes */
 	const struct fabric_spec *host;		/* PCIe between GPUs and NICs; NULL = direct attach */
 	int64_t nics_per_node;			/* scale-out NICs per node */
+	int nic_via_c2c;			/* a GPU reaches its NICs through its CPU
+						 * over NVLink-C2C (GB200's Grace) */
 	const struct coll_lib_spec *collectives; /* the collective library */
 	double collective_overhead_s;		/* s, software time per collective beyond the library's model */
 	int algorithm;				/* enum coll_algo forced for every collective; -1 = auto */

@@ -515,6 +515,18 @@ int algo_build(const struct topo *t, const struct coll_lib_spec *lib,
 		*why = "the library runs this algorithm on fewer nodes";
 		return 1;
 	}
+	/* NCCL enables LL128 on an algorithm only where its graph's GPU-NIC
+	 * path is at most PXB (PXN on sm90+): through the CPU over C2C it
+	 * is PHB, so LL128 stays within a node until v2.27.3 ("Add support
+	 * for P2C (PXN over C2C) and the LL128 protocol"; NVIDIA/nccl
+	 * v2.26.2-1 src/graph/tuning.cc pEnable, paths.cc). */
+	if (proto == PROTO_LL128 && x.g.nnodes > 1 && t->nic_via_c2c &&
+	    !lib->ll128_c2c) {
+		group_release(&x.g);
+		*why = "the library runs no LL128 across nodes over a C2C NIC "
+		       "path (ll128_c2c false)";
+		return 1;
+	}
 	setup(&x);
 	/* One rank moves nothing: an empty plan, done at once (libraries
 	 * return without a kernel). */

@@ -45,8 +45,9 @@
 
 /* The GPU's own cost of a ring LL collective kernel (its gpu.yaml
  * collective_launch and collective_ll_step), where the library runs at
- * them (its gpu_floor): the ring's LL phases run at base_s + steps x
- * step_s over the scale-up fabric, in place of the library's base and
+ * them (its gpu_floor): the ring's and the tree's LL phases run at
+ * base_s + steps x step_s over the scale-up fabric (a tree's network
+ * hops at the library's hop_net), in place of the library's base and
  * hop_scale_up, which its tuner keeps. 0 = the library's value. */
 struct algo_floor {
 	double base_s, step_s;

@@ -125,11 +125,17 @@ uint32_t algo_rail(const struct algo_ctx *x, uint32_t r)
 	return topo_rail_of(x->t, route_local(x->t, group_gpu(&x->g, r)));
 }
 
-/* Whether the phase runs at the GPU's own ring LL costs (algo.h
- * algo_floor): a ring (or its chain) with LL, outside the tuner's view. */
+/* Whether the phase runs at the GPU's own LL costs (algo.h algo_floor):
+ * a ring (or its chain) or a tree with LL, outside the tuner's view. A
+ * tree's steps inside a node are a chain of the same LL primitives
+ * (NVIDIA/nccl v2.26.2-1 src/device/all_reduce.h runTreeSplit, LL:
+ * directRecvReduceDirectSend up the node's chain, directRecvCopyDirectSend
+ * down it; prims_ll.h), launched as the ring's kernel is; its network
+ * hops keep the library's hop_net. */
 static int gpu_floor(const struct algo_ctx *x)
 {
-	return !x->select_view && x->algo == ALGO_RING && x->proto == PROTO_LL;
+	return !x->select_view && x->proto == PROTO_LL &&
+	       (x->algo == ALGO_RING || x->algo == ALGO_TREE);
 }
 
 double algo_base(const struct algo_ctx *x)

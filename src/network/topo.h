@@ -119,6 +119,7 @@ struct topo {
 	uint32_t gpus_per_psw;		/* pcie_tree: GPUs under one */
 
 	int has_host;			/* a host PCIe tree joins GPUs and NICs */
+	int nic_via_c2c;		/* GPUs reach their NICs over C2C (system key) */
 	uint32_t *hgpu_up, *hgpu_down;	/* per GPU, to and from its host switch */
 	uint32_t *hnic_up, *hnic_down;	/* per NIC, to and from its host switch */
 	uint32_t *hsw_up, *hsw_down;	/* per host switch, to and from the CPU */

@@ -296,6 +296,7 @@ struct topo *topo_build(const struct system_spec *sys, struct diag *d)
 	t->sys_nodes = (uint32_t)sys->nodes;
 	t->gpus_per_node = (uint32_t)sys->gpus_per_node;
 	t->nics_per_node = (uint32_t)sys->nics_per_node;
+	t->nic_via_c2c = sys->nic_via_c2c;
 	t->gpus = t->sys_nodes * t->gpus_per_node;
 	t->endpoint_latency_s = sys->scale_out->endpoint_latency_s;
 	t->p2p_channel_send_Bps = sys->gpu ? sys->gpu->p2p_channel_send_Bps : 0;

@@ -1,9 +1,10 @@
 /*
  * test_coll_floor.c - the GPU's own ring LL costs (gpu collective_launch,
- * collective_ll_step) where the library says gpu_floor: a ring's LL
- * phases run at them, the library's tuner still times LL at its base and
- * hop_scale_up, and nothing else (other protocols, trees, a library
- * without gpu_floor, a GPU without the keys) moves.
+ * collective_ll_step) where the library says gpu_floor: a ring's and a
+ * tree's LL phases run at them (a tree's network hops keep hop_net), the
+ * library's tuner still times LL at its base and hop_scale_up, and
+ * nothing else (other protocols, a library without gpu_floor, a GPU
+ * without the keys) moves.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -103,24 +104,63 @@ Test(net_coll_floor, the_tuner_keeps_the_librarys_line)
 	EQ_REL(out.time_s, 11e-6, 1e-6);
 }
 
-Test(net_coll_floor, other_protocols_and_algorithms_do_not_move)
+Test(net_coll_floor, other_protocols_do_not_move)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
-	struct coll_algo_spec *ring = floor_ring(&f), *tree;
+	struct coll_algo_spec *ring = floor_ring(&f);
 
 	f.lib.gpu_floor = 1;
 	/* Simple alone: its base 20 us (no step), as without the floor. */
 	ring->protocols.on[PROTO_LL] = 0;
 	EQ_REL(coll_timed(&f.sys, &r).time_s, 20e-6, 1e-6);
-	/* A tree with LL (base 5, 0.5 us a switch step) on one node of 8:
-	 * a chain of depth 7 each way, 5 + 2 x 7 x 0.5 = 12 us, whatever
-	 * the GPU says. */
-	tree = &f.lib.algo[ALGO_TREE];
-	tree->protocols.on[PROTO_SIMPLE] = 0;	/* the ideal library's, at 0 us */
+}
+
+/* A tree with LL (base 5, 0.5 us a switch step, 4 us a network hop)
+ * beside floor_ring's ring; Simple off (the ideal library's, at 0 us). */
+static void floor_tree(struct fx *f)
+{
+	struct coll_algo_spec *tree = &f->lib.algo[ALGO_TREE];
+
+	tree->protocols.on[PROTO_SIMPLE] = 0;
 	tree->protocols.on[PROTO_LL] = 1;
 	tree->base.s[PROTO_LL] = 5e-6;
 	tree->hop_scale_up.s[PROTO_LL] = 0.5e-6;
-	r.algo = ALGO_TREE;
+	tree->hop_net.s[PROTO_LL] = 4e-6;
+}
+
+Test(net_coll_floor, a_trees_chain_runs_at_the_gpus_floor)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_TREE, 1, NULL };
+
+	floor_ring(&f);
+	floor_tree(&f);
+	/* One node of 8: a chain of depth 7 each way; the library's line
+	 * 5 + 2 x 7 x 0.5 = 12 us. */
 	EQ_REL(coll_timed(&f.sys, &r).time_s, 12e-6, 1e-6);
+	/* With gpu_floor the GPU's launch and step: 3 + 2 x 7 x 1 = 17 us
+	 * (the same LL primitives as the ring's chain: all_reduce.h
+	 * runTreeSplit, prims_ll.h). */
+	f.lib.gpu_floor = 1;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 17e-6, 1e-6);
+}
+
+Test(net_coll_floor, a_trees_network_hops_keep_the_librarys)
+{
+	struct fx f;
+	struct run r = { COLL_ALLREDUCE, TINY, NULL, 16, ALGO_TREE, 1, NULL };
+
+	fx_switch(&f, 2);
+	f.lib.proto[PROTO_LL].bandwidth_factor = 0.5;
+	f.gpu.collective_launch_s = 3e-6;
+	f.gpu.collective_ll_step_s = 1e-6;
+	floor_tree(&f);
+	/* 2 nodes of 8: each way 7 switch steps and log2(2) = 1 network
+	 * hop; the library's 5 + 2 (7 x 0.5 + 4) = 20 us. */
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 20e-6, 1e-6);
+	/* The GPU's launch and switch steps, the library's network hop:
+	 * 3 + 2 (7 x 1 + 4) = 25 us. */
+	f.lib.gpu_floor = 1;
+	EQ_REL(coll_timed(&f.sys, &r).time_s, 25e-6, 1e-6);
 }

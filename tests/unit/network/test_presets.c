@@ -509,3 +509,35 @@ Test(net_presets, blackwell_systems_run_nccls_nvls_channels)
 	}
 	arena_release(&a);
 }
+
+/* LL128 across nodes over a C2C NIC path (test_coll_c2c.c): NCCL 2.26's
+ * tuner enables LL128 only up to PATH_PXB / PXN and a GB200's NIC sits
+ * behind its Grace (C2C + PCI = PATH_PHB); v2.27.3-1 added P2C and
+ * NCCL_LL128_C2C (default 1). So the current release runs it, the 2.26
+ * preset does not, and of the Blackwell systems only GB200 reaches its
+ * NICs over C2C (the HGX boards' NICs share a PCIe switch with their GPU;
+ * GB300's ConnectX-8 carries the PCIe switch its GPU hangs off [?]). */
+Test(net_presets, ll128_over_c2c_by_release_and_system)
+{
+	static const char *const pcie[] = {
+		"dgx-h100", "dgx-b200", "dgx-b300", "gb300-nvl72",
+	};
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	const struct system_spec *s;
+	size_t i;
+
+	arena_init(&a);
+	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	cr_assert(lib->ll128_c2c);
+	lib = load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
+	cr_assert(!lib->ll128_c2c);
+	s = load(&a, &system_schema, "gb200-nvl72", NULL, 0);
+	cr_assert(s->nic_via_c2c);
+	cr_assert(s->collectives->ll128_c2c);
+	for (i = 0; i < 4; i++) {
+		s = load(&a, &system_schema, pcie[i], NULL, 0);
+		cr_assert(!s->nic_via_c2c, "%s", pcie[i]);
+	}
+	arena_release(&a);
+}
