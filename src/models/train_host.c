@@ -50,8 +50,16 @@
  * Python only when the GEMM accumulated into main_grad).
  *
  * An op in a CUDA-graph scope the job captures (training.cuda_graphs)
- * costs nothing but the first op of each run of that scope, which costs
- * one graph replay (graph). A captured op never waits: a host sync
+ * costs nothing but the first op of each run of captured ops, whatever
+ * their scopes, which costs one graph replay (graph): Megatron-Core's
+ * Transformer Engine graphs capture a layer's captured scopes as one
+ * callable (transformer_layer.py _te_cuda_graph_capture runs
+ * _forward_attention when attn is captured and then _forward_mlp's
+ * captured part, moe_router / moe_preprocess / moe / mlp, in one capture;
+ * _te_cuda_graph_replay replays it once a microbatch, NVIDIA/Megatron-LM
+ * @ d98e8a64dd), and the callable's backward is one backward graph
+ * (make_graphed_callables' autograd.Function, Transformer Engine
+ * pytorch/graph.py). A captured op never waits: a host sync
  * cannot be captured (cudaStreamSynchronize during stream capture fails,
  * cudaErrorStreamCaptureUnsupported), so the software runs such a scope
  * with static sizes. Megatron-Core refuses a "moe" graph unless the MoE
@@ -107,8 +115,8 @@ double train_host_op_s(const struct job_spec *j, const struct block *b, int i)
 	double k = op->host_gemm && h->gemm_s > 0 ? h->gemm_s : h->kernel_s;
 
 	if (layer_job_captures(j, op->scope))
-		return i > 0 && b->op[i - 1].scope == op->scope ? 0 :
-		       h->graph_s * scale;
+		return i > 0 && layer_job_captures(j, b->op[i - 1].scope) ?
+		       0 : h->graph_s * scale;
 	switch (op->host) {
 	case HOST_OP:
 		c = n * (op->bwd ? h->bwd_op_s : h->op_s);

@@ -4,7 +4,8 @@
  * issue; a host slower than the GPU sets the pace (the step is its issue
  * time plus the GPU work it leaves behind); an MoE dispatch that must
  * wait for the token counts costs the sync on every MoE layer forward;
- * CUDA-graph scopes replace a scope's issues by one replay.
+ * CUDA-graph scopes replace a scope's issues by one replay, a layer's
+ * captured scopes together by one.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -158,6 +159,33 @@ Test(host, graph_scope_is_one_replay)
 	cr_assert_eq(all.issues - graphed.issues, 40, "%u -> %u issues",
 		     all.issues, graphed.issues);
 	cr_assert_float_eq(all.host_s - graphed.host_s, 40e-3, 1e-9);
+}
+
+/* Megatron-Core's Transformer Engine graphs capture a layer's captured
+ * scopes as one callable, replayed once a microbatch forward and once
+ * backward (train_host.c). Only replays cost here (graph 1 ms, every
+ * other call 0, so no other issue exists): capturing attn and mlp makes
+ * each dense layer's forward (norm1 .. add1 in attn, norm2 .. add2 in
+ * mlp) and its backward one run of captured ops each, so 2 layers x 2
+ * microbatches x 2 passes = 8 replays, 8 ms; attention alone gives the
+ * same 8 (its runs only); counting a replay per scope run would give 16. */
+Test(host, captured_scopes_of_a_layer_are_one_replay)
+{
+	struct fixture f;
+	struct host_run attn, both;
+	int64_t scopes[2] = { SCOPE_ATTN - 1, SCOPE_MLP - 1 };
+
+	gpt(&f);
+	host_costs(&f, 0);
+	f.fw.host.graph_s = 1e-3;
+	f.job.training.cuda_graphs.v = scopes;
+	f.job.training.cuda_graphs.n = 1;
+	run(&f, &attn);
+	f.job.training.cuda_graphs.n = 2;
+	run(&f, &both);
+	cr_assert_eq(attn.issues, 8, "%u issues", attn.issues);
+	cr_assert_eq(both.issues, 8, "%u issues", both.issues);
+	cr_assert_float_eq(both.host_s, 8e-3, 1e-9, "%g s", both.host_s);
 }
 
 /* The MoE fixture of test_moe.c (4 layers of 8 experts, top-2, width
