@@ -104,6 +104,27 @@ grep -q '(in-sample' "$tmp/after" && bad "held-out rows reported in-sample"
 [ "$(grep -v '^==' "$tmp/after" | grep -v 'llmsim: ')" = "$(grep -v '^==' "$tmp/after2" | grep -v 'llmsim: ')" ] &&
 	grep -q 'inside' "$tmp/after2" || bad "validate --system CALIBRATION differs from its system file"
 
+# A run imported with --set of a key the calibration fitted: the fit
+# replaced the set (calibrate: the run's sets, then the parameters), and
+# validate predicts with the fitted value both ways a calibration is
+# named, with a note. The system file's calibration (applied before the
+# sets) gave the run's 0.5: rows 50 % off, and bands about the fitted
+# value that missed the predictions; --system CALIBRATION the fitted
+# value, silently.
+"$llmsim" measure --import "$tmp/all.jsonl" --system cpu-host \
+	--set scale_up.link.sustained=0.5 --db "$tmp/set.db" >/dev/null 2>&1 ||
+	bad "measure --import --set"
+printf 'preset: cpu-host\ncalibration: %s\n' "$tmp/all.yaml" >"$tmp/allsys.yaml"
+for s in "$tmp/allsys.yaml" "$tmp/all.yaml"; do
+	"$llmsim" validate --kind measured --db "$tmp/set.db" --system "$s" \
+		--no-store >"$tmp/set.out" 2>&1
+	grep -q 'its --set scale_up.link.sustained=0.5 gives way to scale_up.link.sustained of the calibration' \
+		"$tmp/set.out" || bad "validate --system $s: no note of the run's --set giving way"
+	b=$(med "$tmp/set.out")
+	awk -v b="$b" 'BEGIN { exit !(b != "" && b < 3) }' ||
+		bad "validate --system $s of a run with --set of the fitted key: median |error| '$b' %, expected the fit's (< 3 %)"
+done
+
 # 4. Error bars on a step: a calibrated DGX H100.
 "$llmsim" collective --system dgx-h100 --set scale_up.link.sustained=0.8 \
 	--op allreduce --ranks 8 --min 1M --max 1G --step-factor 4 --csv --no-store |
@@ -119,6 +140,19 @@ if "$llmsim" run default --json --no-store --set "system.calibration=$tmp/h100.y
 		bad "run --json: step $step not inside its interval [$iv]"
 else
 	bad "run with a calibration: exit $?"; cat "$tmp/err"
+fi
+# run --set of the fitted key: the value set is known, not the fit's; the
+# interval leaves it out (zero width with one parameter). It stepped
+# from the fitted value: (f(0.79 + 0.005) - f(0.5)) / 0.005 as the slope,
+# a stderr of 0.18 s (the fit's: 0.0016 s).
+if "$llmsim" run default --json --no-store --set "system.calibration=$tmp/h100.yaml" \
+	--set system.scale_up.link.sustained=0.5 >"$tmp/run.json" 2>"$tmp/err"; then
+	sd=$(sed -n 's/^	"step_time_stderr_s":	\(.*\),$/\1/p' "$tmp/run.json")
+	[ "$sd" = 0 ] || bad "run --set of the fitted key: stderr '$sd', expected 0"
+	grep -q 'replaces scale_up.link.sustained of the calibration' "$tmp/err" ||
+		bad "run --set of the fitted key: no note"
+else
+	bad "run --set of the fitted key: exit $?"; cat "$tmp/err"
 fi
 # A value within one standard error of its bound (sustained <= 1, here
 # 0.95 +- 0.1): the error bars step the other way. They stepped to 1.05,
@@ -178,6 +212,10 @@ status 2 "--start of a key not fitted" $floor --start gpu.kernel_launch=5us
 grep -q 'not a parameter this fit fits' "$tmp/err" || { bad "--start: wording"; cat "$tmp/err"; }
 status 2 "--start outside the bounds" $floor --start gpu.collective_launch=0us
 status 2 "--start not a time" $floor --start gpu.collective_launch=fast
+# Its error is at "--set:N" (after the run's sets): a note says N is the
+# --start (it named a --set the command line did not have).
+grep -q -- 'note: --set [0-9]*: the --start option (after the' "$tmp/err" ||
+	{ bad "--start not a time: no note of which --set"; cat "$tmp/err"; }
 status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 # An empty list or item is refused: strtok skipped them, so --run , fitted
 # every run in the database and --params , named no parameter.

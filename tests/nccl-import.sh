@@ -20,7 +20,9 @@
 #  5. Bad input (2, the line named): a row whose time is not a number (or
 #     "inf"), a test llmsim does not predict, --op gemm; a test name after
 #     its run's header names that run only (the next run without one
-#     still needs --op).
+#     still needs --op); a row whose size / count is not a whole number
+#     up to 2^53 or whose type is too long; an error of the converted
+#     stream at the file's line.
 set -u
 llmsim=${LLMSIM:-build/llmsim}
 . "$(dirname "$0")/lib.sh"
@@ -108,6 +110,45 @@ grep -q ' inf ' "$tmp/inf.txt" || bad "could not write the inf row"
 "$llmsim" measure --import "$tmp/late.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'give it with --op' "$tmp/err" ||
 	{ bad "a late test name: carried to the next run"; cat "$tmp/err"; }
+# A row that does not read whole was skipped without a word (a count that
+# is not a whole number), stored with a size of LONG_MAX (10^24 B: strtol
+# saturates) or its type cut to 23 characters: refused at its line.
+for r in 's/^\(        4096 *\)128 /\1 -5 /' 's/^        4096 /409600000000000000000000 /' \
+	's/^\(        4096 *128 *\)float /\1ffffffffffffffffffffffffffffff /'; do
+	sed "$r" "$ag" >"$tmp/row.txt"
+	cmp -s "$ag" "$tmp/row.txt" && bad "could not write the row ($r)"
+	"$llmsim" measure --import "$tmp/row.txt" --no-store >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q 'row.txt:21: error: an nccl-tests row whose size, count' "$tmp/err" ||
+		{ bad "a row that does not read ($r): not refused at its line"; cat "$tmp/err"; }
+done
+# An error of the converted stream cites the file's line, not the
+# stream's: a run of 257 rows (one more than a run holds) at the 257th
+# row's line, 18 + 257 (it said no line; the stream's would be 258).
+{ sed -n 1,18p "$ag"
+  awk 'BEGIN { for (i = 1; i <= 257; i++) printf "%12d %13d     float    none      -1    10.40    0.10    0.09      0    10.21    0.10    0.09      0\n", i * 1024, i * 32 }'
+} >"$tmp/many.txt"
+"$llmsim" measure --import "$tmp/many.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'many.txt:275: error: more than 256 points in one run' "$tmp/err" ||
+	{ bad "a converted run's error: not at the file's line"; cat "$tmp/err"; }
+# 8 ranks over 3 hosts (6, 1, 1): stored as 3 nodes x 3 with a warning
+# (it was 3 nodes x 8, which validate laid out as one node of 8).
+sed -e 's/on    node-a device  3/on    node-b device  3/' \
+	-e 's/on    node-a device  5/on    node-c device  5/' "$ag" >"$tmp/uneven.txt"
+"$llmsim" measure --import "$tmp/uneven.txt" --no-store --json >"$tmp/out" 2>"$tmp/err"
+grep -q 'uneven.txt:4: warning: 8 ranks over 3 hosts, not as many on each: stored as 3 nodes x 3' "$tmp/err" ||
+	{ bad "8 ranks over 3 hosts: no warning"; cat "$tmp/err"; }
+"$llmsim" measure --import "$tmp/uneven.txt" --db "$tmp/uneven.db" >"$tmp/out" 2>&1
+"$llmsim" validate --kind measured --db "$tmp/uneven.db" --system dgx-h100 --no-store >"$tmp/out" 2>&1
+grep -q '8 ranks (3 x 3)' "$tmp/out" || { bad "8 ranks over 3 hosts: not 3 x 3"; head -3 "$tmp/out"; }
+# 4097 hosts: past the 4096 the converter counts (nodes were stored as
+# 4096, silently): refused at the header.
+{ sed -n 1,6p "$ag"
+  awk 'BEGIN { for (i = 0; i < 4097; i++) printf "#  Rank %4d Group  0 Pid 1 on h%d device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n", i, i }'
+  sed -n '15,$p' "$ag"
+} >"$tmp/hosts.txt"
+"$llmsim" measure --import "$tmp/hosts.txt" --no-store >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'hosts.txt:4: error: this nccl-tests run names more than 4096 hosts' "$tmp/err" ||
+	{ bad "4097 hosts: not refused"; cat "$tmp/err"; }
 sed 's/all_gather_perf/hypercube_perf/' "$ag" >"$tmp/hyper.txt"
 "$llmsim" measure --import "$tmp/hyper.txt" --no-store >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q 'does not predict: hypercube_perf' "$tmp/err" ||

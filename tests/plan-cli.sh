@@ -96,6 +96,14 @@ fi
 # --max-gpus: a Pareto front over node counts.
 check "max-gpus" "$llmsim" plan "$job" --top 6 --max-gpus 32 --no-store
 grep -q 'Pareto front' "$tmp/out" || { echo "FAIL: no Pareto front"; fail=1; }
+# Not a whole number of nodes: the search reaches whole nodes (12 on 8-GPU
+# nodes: 8) and says so; it said "up to 12 GPUs".
+check "max-gpus 12" "$llmsim" plan "$job" --top 2 --max-gpus 12 --json --no-store
+tr -d ' \t\n' <"$tmp/out" | grep -q '"max_gpus":12,"max_gpus_searched":8,' ||
+	{ echo "FAIL: --max-gpus 12 --json: no max_gpus_searched 8"; fail=1; }
+check "max-gpus 12 text" "$llmsim" plan "$job" --top 2 --max-gpus 12 --no-store
+grep -q '(up to 8 GPUs: --max-gpus 12 in whole nodes of 8, ' "$tmp/out" ||
+	{ echo "FAIL: --max-gpus 12 said '$(sed -n 1p "$tmp/out")'"; fail=1; }
 
 # Stored with its job.
 check "store" "$llmsim" plan "$job" --top 2 --db "$tmp/p.db"

@@ -157,6 +157,14 @@ int calib_file_write(const char *path, const struct calib_problem *pb,
 int calib_file_load(struct config_ctx *cx, const char *path,
 		    struct calib_file *f);
 
+/* The parameter of f whose value a --set "KEY=VALUE" replaces: KEY
+ * (after prefix, "system." for a job's sets; "" for a system's) is the
+ * parameter's key, a mapping holding it ("scale_up.link" holds
+ * "scale_up.link.sustained") or a key inside it; NULL when none. */
+const struct calib_param *calib_file_set_names(const struct calib_file *f,
+					       const char *prefix,
+					       const char *set);
+
 /* Standard deviation of a prediction f whose gradient over the file's
  * parameters is g (df/dp_i): sqrt(g^T Sigma g), Sigma from stderr and
  * correlation. */
@@ -180,9 +188,12 @@ typedef int (*calib_eval_fn)(void *ctx, const char *const *extra,
  * predicting again (calib_band.c). With scatter, the fit's residual
  * scatter is added (a prediction interval for one more measurement of
  * the kind fitted, not only the model's confidence band). 0, or -1
- * after reporting. */
+ * after reporting. A parameter one of the caller's own sets (fixed,
+ * e.g. `run --set system.KEY=V`) replaces is not the fit's any more:
+ * known, left out of the band (said on stderr). */
 int calib_band(struct config_ctx *cx, const char *calib_path,
 	       const char *prefix, int scatter, calib_eval_fn fn, void *ctx,
+	       const char *const *fixed, size_t nfixed,
 	       const double *base, size_t m, double *sigma);
 
 #endif

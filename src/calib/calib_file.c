@@ -338,3 +338,36 @@ double calib_sigma(const struct calib_file *f, const double *g)
 			     f->corr[i * k + j];
 	return sqrt(v > 0 ? v : 0);
 }
+
+/* "a.b" and "a.b.c": one a dotted prefix of the other (or equal). */
+static int key_nests(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b), n = na < nb ? na : nb;
+
+	return strncmp(a, b, n) == 0 &&
+	       (na == nb || (na < nb ? b[na] : a[nb]) == '.');
+}
+
+const struct calib_param *calib_file_set_names(const struct calib_file *f,
+					       const char *prefix,
+					       const char *set)
+{
+	const char *eq = strchr(set, '='), *k = set;
+	size_t pl = strlen(prefix), n, i;
+
+	if (!eq)
+		return NULL;
+	while (*k == ' ' || *k == '\t')
+		k++;
+	if (pl && strncmp(k, prefix, pl) == 0)
+		k += pl;
+	else if (pl)
+		return NULL;	/* not under the system */
+	n = (size_t)(eq - k);
+	while (n && (k[n - 1] == ' ' || k[n - 1] == '\t'))
+		n--;
+	for (i = 0; n && i < f->npar; i++)
+		if (key_nests(k, n, f->par[i].key))
+			return &f->par[i];
+	return NULL;
+}

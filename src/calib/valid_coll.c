@@ -505,6 +505,34 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 	return 0;
 }
 
+/* Whether c runs on system with the table's sets but not its
+ * disabled_algorithms (sets[0..nbase)): the list is then why it did not
+ * (the library left none it runs the op with). A failure for any other
+ * reason (9 ranks on 8 GPUs, send/recv over 4, a size past what the
+ * engine represents) was noted as the list's. Quiet; 1 or 0. */
+static int runs_without_off(struct config_ctx *cx, const char *system,
+			    const char *const *sets, size_t nbase,
+			    const struct coll_desc *c)
+{
+	struct system_spec *s = arena_alloc(cx->arena, sizeof(*s));
+	struct config_ctx q = *cx;
+	struct net_coll_result p;
+	struct diag quiet;
+	struct net *n = NULL;
+	int ok = 0;
+
+	diag_init(&quiet, NULL);
+	q.diag = &quiet;
+	if (s) {
+		memset(s, 0, sizeof(*s));
+		if (config_load(&q, &system_schema, system, sets, nbase, s) == 0 &&
+		    (n = net_new(s, NULL, &quiet)))
+			ok = net_collective_time(n, c, &p, &quiet) == 0;
+	}
+	net_free(n);
+	return ok;
+}
+
 /* Predict one table. */
 static int do_file(struct valid_set *set, struct config_ctx *cx,
 		   const char *path)
@@ -516,7 +544,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	uint32_t *gpus = NULL, i;
 	char set_nodes[64], set_off[ALGO_COUNT][160];
 	const char *sets[1 + MAX_RELEASE_KEYS + ALGO_COUNT], *lib_of = NULL;
-	size_t nsets = 0;
+	size_t nsets = 0, nbase;
 	int k, rc = -1;
 
 	if (!s || read_ref(cx->arena, path, &r, cx->diag) != 0)
@@ -528,6 +556,7 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	}
 	if (r.lib && release_sets(cx, &r, sets, &nsets, &lib_of) != 0)
 		return -1;
+	nbase = nsets;
 	for (k = 0; k < ALGO_COUNT; k++)
 		if (r.off[k]) {	/* every protocol of it off */
 			snprintf(set_off[k], sizeof(set_off[k]), "collectives."
@@ -571,13 +600,21 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 
 		if (net_collective_time(n, &c, &p, cx->diag) != 0) {
 			/* the library left with none it runs for the op:
-			 * say whose list that was */
-			if (r.off_at && !cx->diag->oom)
+			 * say whose list that was; else the table's row */
+			if (cx->diag->oom)
+				goto out;
+			if (r.off_at && runs_without_off(cx, r.system, sets,
+							 nbase, &c))
 				diag_note(cx->diag, r.off_at->file,
 					  r.off_at->line, r.off_at->col,
 					  "'disabled_algorithms' of this "
 					  "table leaves the library none it "
 					  "runs this op with");
+			else
+				diag_note(cx->diag, path, 0, 0, "row %d of "
+					  "this table (%.15g B, %u ranks on "
+					  "%s)", k + 1, r.size_B[k], r.ranks,
+					  r.system);
 			goto out;
 		}
 		if (add_row(t, &r, k, &p, cx->diag) != 0)

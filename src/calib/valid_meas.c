@@ -420,8 +420,8 @@ static int bands(struct valid_table *t, struct band_ctx *b, const char *calib,
 	double *sig = mem_alloc((n + 1) * sizeof(double));
 	int rc = -1;
 
-	if (sig && calib_band(b->cx, calib, "", 1, band_eval, b, pred_s, n,
-			      sig) == 0) {
+	if (sig && calib_band(b->cx, calib, "", 1, band_eval, b, NULL, 0,
+			      pred_s, n, sig) == 0) {
 		for (i = 0; i < n && i < t->n; i++) {
 			/* The fit is of ln time: the band is one there. */
 			const struct store_meas_row *r = &b->run->rows[i];
@@ -535,6 +535,56 @@ static int calib_as_system(struct config_ctx *cx, const char *path,
 	return 1;
 }
 
+/* A run imported with --set K=V of a key the system's calibration
+ * fitted: the fit replaced the run's V by its own value (calibrate:
+ * the run's sets, then the parameters), so validate predicts with the
+ * fitted value too, and says so. It predicted with V when the system
+ * file names the calibration (its overlay is applied before the sets)
+ * and with the fitted value under --system CALIBRATION (applied after
+ * them), silently either way, and the band (each parameter moved one
+ * standard error from the fitted value) was of another prediction.
+ * The calibration set again after the run's sets (an overlay a --set
+ * names is applied then), p reopened. 0, or -1 after reporting. */
+static int calib_over_sets(struct config_ctx *cx,
+			   const struct store_meas_run *run, const char *system,
+			   struct valid_pred *p, const char ***sets, int *n)
+{
+	const struct calib_param *q;
+	struct calib_file f;
+	const char **more, *cal;
+	int i, hit = 0;
+
+	if (!p->sys->calibration)
+		return 0;
+	if (calib_file_load(cx, p->sys->calibration, &f) != 0) {
+		valid_pred_close(p);
+		return -1;
+	}
+	for (i = 0; i < *n; i++)
+		if ((q = calib_file_set_names(&f, "", (*sets)[i]))) {
+			fprintf(stderr, "llmsim: validate: measure run %lld: "
+				"its --set %s gives way to %s of the "
+				"calibration %s (%.6g), as in the fit "
+				"(docs/measure.md)\n", (long long)run->id,
+				(*sets)[i], q->key, p->sys->calibration,
+				q->value);
+			hit = 1;
+		}
+	if (!hit)
+		return 0;
+	cal = arena_printf(cx->arena, "calibration=%s", p->sys->calibration);
+	more = arena_alloc(cx->arena, ((size_t)*n + 1) * sizeof(*more));
+	valid_pred_close(p);
+	if (!cal || !more) {
+		diag_oom(cx->diag);
+		return -1;
+	}
+	memcpy(more, *sets, (size_t)*n * sizeof(*more));
+	more[(*n)++] = cal;
+	*sets = more;
+	return valid_pred_open(p, cx, system, *sets, (size_t)*n);
+}
+
 static int one_run(void *ctx, const struct store_meas_run *run)
 {
 	struct meas_ctx *m = ctx;
@@ -579,7 +629,8 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	    !(pred_s = mem_alloc((run->nrows + 1) * sizeof(double))))
 		return -1;
 	title(t, run, system, m->o->use_min);
-	if (valid_pred_open(&p, cx, system, sets, (size_t)n) != 0) {
+	if (valid_pred_open(&p, cx, system, sets, (size_t)n) != 0 ||
+	    calib_over_sets(cx, run, system, &p, &sets, &n) != 0) {
 		mem_free(pred_s);
 		return -1;
 	}

@@ -508,6 +508,24 @@ int cli_calibrate(int argc, char **argv, const char *argv0)
 		goto out;
 	}
 	if (valid_pred_open(&pred, &cx, pb.system, sets, nsets) != 0) {
+		/* the --starts follow the run's own sets: "--set:4" was
+		 * the first --start after a run's three, named nowhere */
+		if (!d.oom && o.nstarts) {
+			size_t first = nsets - (size_t)o.nstarts;
+
+			char which[64];
+
+			if (o.nstarts == 1)
+				snprintf(which, sizeof(which), "--set %zu: the "
+					 "--start option", nsets);
+			else
+				snprintf(which, sizeof(which), "--set %zu to "
+					 "%zu: the --start options in order",
+					 first + 1, nsets);
+			diag_note(&d, NULL, 0, 0, "%s (after the %zu --sets "
+				  "of the first measure run and its layout)",
+				  which, first);
+		}
 		rc = d.oom ? CLI_FAIL : CLI_USAGE;
 		goto out;
 	}

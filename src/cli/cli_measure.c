@@ -718,6 +718,7 @@ static int import(const struct mopts *o, struct measure_stream *s,
 {
 	FILE *f = strcmp(o->import, "-") == 0 ? stdin : fopen(o->import, "r");
 	FILE *t = NULL;
+	unsigned *src_line = NULL;
 	int rc, err;
 
 	if (!f) {
@@ -726,14 +727,21 @@ static int import(const struct mopts *o, struct measure_stream *s,
 		return CLI_USAGE;
 	}
 	/* nccl-tests' own text is converted (measure_nccl.c) */
-	rc = measure_nccl_text(f, o->import, o->op, &t, d);
+	rc = measure_nccl_text(f, o->import, o->op, &t, &src_line, &s->nsrc,
+			       d);
 	err = ferror(f) ? errno : 0;	/* a directory: EISDIR */
 	if (f != stdin)
 		fclose(f);
 	if (rc == 0) {
+		/* messages cite the file's lines, not the converted
+		 * stream's (its hello was "line 1", its points 2, 3, ...) */
+		s->src_line = src_line;
 		rc = read_lines(t, o->import, s, o, d);
 		fclose(t);
 	}
+	s->src_line = NULL;
+	s->nsrc = 0;
+	mem_free(src_line);
 	if (rc != 0)
 		return d->oom ? CLI_FAIL : CLI_USAGE;
 	if (err) {

@@ -212,7 +212,8 @@ static int add_band(const struct run_opts *o, const struct job_spec *j,
 	if (!j->system->calibration)
 		return 0;
 	if (calib_band(cx, j->system->calibration, "system.", 0, band_eval, &b,
-		       &r->step_s, 1, &sigma) != 0)
+		       (const char *const *)o->sets, o->nsets, &r->step_s, 1,
+		       &sigma) != 0)
 		return -1;
 	/* The fit is of ln time: the band is one there (finite: checked
 	 * by calib_band). */

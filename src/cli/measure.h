@@ -75,6 +75,11 @@ struct measure_stream {
 	struct measure_log **runs;
 	size_t n, cap;
 	unsigned lines;			/* lines read */
+	/* A converted stream's (measure_nccl_text): line k + 1 came from
+	 * line src_line[k] of the file, which messages cite; NULL: the
+	 * file's own lines */
+	const unsigned *src_line;
+	size_t nsrc;
 };
 
 /* 0, or -1 out of memory (reported). */
@@ -109,8 +114,13 @@ void measure_print_csv(FILE *out, const struct measure_log *m, int header);
 /* measure_nccl.c: the input in, as protocol lines in *out (a temporary
  * file, rewound; the caller closes it): nccl-tests / rccl-tests text
  * output converted (op: its "Collective test starting" line, else
- * op_opt), anything else as it is. 0, or -1 after reporting. */
+ * op_opt), anything else as it is. A converted stream's lines' lines
+ * in the input into *src_line (mem_alloc'd, the caller frees; *nsrc of
+ * them: a hello its header's, a point its row's, an end its run's last
+ * row's); NULL and 0 for input passed as it is. 0, or -1 after
+ * reporting. */
 int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
-		      FILE **out, struct diag *d);
+		      FILE **out, unsigned **src_line, size_t *nsrc,
+		      struct diag *d);
 
 #endif

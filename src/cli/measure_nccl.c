@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/mem.h"
 
 #define MAX_TOK 24
 #define MAX_HOSTS 4096
@@ -53,12 +54,38 @@ struct point {
 	const char *check;
 	long size, count, wrong;
 	double t, alg, bus;
+	unsigned line;		/* its row's line in the file */
 };
+
+/* The converted stream's lines' lines in the file (the reader's
+ * messages cite the file, not the stream: measure.h src_line). */
+struct line_map {
+	unsigned *v;
+	size_t n, cap;
+};
+
+static int map_add(struct line_map *m, unsigned line, struct diag *d)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 256;
+		unsigned *v = mem_realloc(m->v, cap * sizeof(*v));
+
+		if (!v) {
+			diag_oom(d);
+			return -1;
+		}
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = line;
+	return 0;
+}
 
 struct run {
 	char op[32], device[128], version[64], lib[16], tests[48];
 	char *hosts[MAX_HOSTS];
 	int nhosts, ranks, threads, gpus, iters, open;
+	int hosts_over;		/* a host past MAX_HOSTS: not counted */
 	unsigned header_line;
 	struct point *pts;	/* the run's rows, until its end */
 	size_t npts, cap;
@@ -84,14 +111,23 @@ static int split(char *s, char **tok)
 	return n;
 }
 
+/* The largest size or count taken: 2^53, a double (the store's) still
+ * whole. */
+#define ROW_MAX 9007199254740992L
+
+/* s a whole number: 1, 0 not one (digits first), -1 digits beyond
+ * ROW_MAX (strtol saturated 10^24 to LONG_MAX, stored as the size). */
 static int whole(const char *s, long *v)
 {
 	char *end;
 
 	if (!isdigit((unsigned char)s[0]))
 		return 0;
+	errno = 0;
 	*v = strtol(s, &end, 10);
-	return *end == '\0';
+	if (*end != '\0')
+		return 0;
+	return errno == ERANGE || *v > ROW_MAX ? -1 : 1;
 }
 
 static int number(const char *s, double *v)
@@ -147,7 +183,7 @@ static void header(struct run *r, char **tok, int n)
 	long v;
 
 	for (i = 1; i + 1 < n; i++) {
-		if (!whole(tok[i + 1], &v) || v < 0 || v > 1L << 20)
+		if (whole(tok[i + 1], &v) != 1 || v < 0 || v > 1L << 20)
 			continue;
 		if (strcmp(tok[i], "nThread") == 0)
 			r->threads = (int)v;
@@ -178,8 +214,10 @@ static void rank_line(struct run *r, const char *line)
 		for (h = 0; h < r->nhosts; h++)
 			if (strcmp(r->hosts[h], tok[i + 1]) == 0)
 				break;
-		if (h == r->nhosts && r->nhosts < MAX_HOSTS &&
-		    (r->hosts[r->nhosts] = strdup(tok[i + 1])))
+		if (h == r->nhosts && r->nhosts == MAX_HOSTS)
+			r->hosts_over = 1;
+		else if (h == r->nhosts &&
+			 (r->hosts[r->nhosts] = strdup(tok[i + 1])))
 			json_safe(r->hosts[r->nhosts++]);
 	}
 	if (!r->device[0] && name) {
@@ -241,11 +279,22 @@ static int row(struct run *r, const char *line, const char *where,
 	n = split(buf, tok);
 	/* 11 (no redop / root) or 13 columns; a longer line is not a row */
 	if (n < 11 || n >= MAX_TOK || strlen(line) >= sizeof(buf) ||
-	    !whole(tok[0], &size) || !whole(tok[1], &count))
+	    !whole(tok[0], &size))
 		return 0;
+	/* a size, then no count, a size or count past 2^53, a type name
+	 * longer than any nccl-tests prints: a row that does not read
+	 * (skipped without a word, stored as LONG_MAX, cut) */
+	if (whole(tok[0], &size) < 0 || whole(tok[1], &count) != 1 ||
+	    strlen(tok[2]) >= sizeof(r->pts[0].dtype)) {
+		diag_error(d, where, (int)ln, 0, "an nccl-tests row whose "
+			   "size, count (whole numbers up to 2^53) and type "
+			   "do not read: '%.*s'", (int)strcspn(line, "\r\n"),
+			   line);
+		return -1;
+	}
 	if (!number(tok[n - 8], &t) || !number(tok[n - 7], &alg) ||
 	    !number(tok[n - 6], &bus) || t <= 0 ||
-	    (strcmp(tok[n - 5], "N/A") != 0 && !whole(tok[n - 5], &wrong))) {
+	    (strcmp(tok[n - 5], "N/A") != 0 && whole(tok[n - 5], &wrong) != 1)) {
 		diag_error(d, where, (int)ln, 0, "an nccl-tests row whose "
 			   "out-of-place time, algbw, busbw and #wrong do not "
 			   "read as numbers: '%.*s'", (int)strcspn(line, "\r\n"),
@@ -266,7 +315,7 @@ static int row(struct run *r, const char *line, const char *where,
 		r->cap = cap;
 	}
 	r->pts[r->npts] = (struct point){ "", check, size, count, wrong, t,
-					  alg, bus };
+					  alg, bus, ln };
 	snprintf(r->pts[r->npts].dtype, sizeof(r->pts[0].dtype), "%s", tok[2]);
 	json_safe(r->pts[r->npts].dtype);
 	r->npts++;
@@ -274,8 +323,8 @@ static int row(struct run *r, const char *line, const char *where,
 }
 
 /* The run so far as hello, points, end into out. 0 or -1 (reported). */
-static int flush_run(struct run *r, FILE *out, const char *where,
-		     const char *op_opt, struct diag *d)
+static int flush_run(struct run *r, FILE *out, struct line_map *map,
+		     const char *where, const char *op_opt, struct diag *d)
 {
 	long long per = (long long)r->threads * r->gpus;
 	int ranks = r->ranks ? r->ranks : per <= 1 << 20 ? (int)per : 0;
@@ -307,6 +356,25 @@ static int flush_run(struct run *r, FILE *out, const char *where,
 			   "nThread and nGpus");
 		return -1;
 	}
+	/* Ranks that do not spread evenly over the hosts (8 over 3: 6, 1,
+	 * 1) were stored as 3 nodes x 8, which validate lays out as all 8
+	 * on the first node: a multi-node run predicted as one node, said
+	 * nowhere. As many a node as the fullest could hold, ceil(ranks /
+	 * nodes), spans every node (3, 3, 2), and the warning says it. */
+	if (r->hosts_over) {
+		diag_error(d, where, (int)r->header_line, 0, "this nccl-tests "
+			   "run names more than %d hosts, the most llmsim "
+			   "counts (its nodes were stored as %d)", MAX_HOSTS,
+			   MAX_HOSTS);
+		return -1;
+	}
+	if (ranks % nodes)
+		diag_warn(d, where, (int)r->header_line, 0, "%d ranks over %d "
+			  "hosts, not as many on each: stored as %d nodes x "
+			  "%d (validate lays the ranks out %d a node, in "
+			  "order)", ranks, nodes, nodes,
+			  (ranks + nodes - 1) / nodes,
+			  (ranks + nodes - 1) / nodes);
 	/* protocol 2's terms are nccl-tests' own: its count column per
 	 * rank, its alltoallv's size what each rank sends (protocol 1
 	 * would have the reader divide both by the ranks) */
@@ -318,10 +386,14 @@ static int flush_run(struct run *r, FILE *out, const char *where,
 		r->nhosts ? r->hosts[0] : "", r->device, r->lib[0] ? r->lib :
 		"NCCL", r->version, r->tests[0] ? r->tests : "nccl-tests",
 		ranks, nodes,
-		ranks % nodes ? ranks : ranks / nodes, iters);
+		(ranks + nodes - 1) / nodes, iters);
+	if (map_add(map, r->header_line, d) != 0)
+		return -1;
 	for (i = 0; i < r->npts; i++) {
 		const struct point *p = &r->pts[i];
 
+		if (map_add(map, p->line, d) != 0)
+			return -1;
 		fprintf(out, "{\"type\":\"point\",\"op\":\"%s\",\"dtype\":"
 			"\"%s\",\"bytes\":%ld,\"count\":%ld,\"ranks\":%d,"
 			"\"iters\":%d,\"time_us\":%.17g,\"time_min_us\":%.17g,"
@@ -332,13 +404,17 @@ static int flush_run(struct run *r, FILE *out, const char *where,
 			p->check, p->wrong);
 	}
 	fprintf(out, "{\"type\":\"end\",\"points\":%zu}\n", r->npts);
+	if (map_add(map, r->pts[r->npts - 1].line, d) != 0)
+		return -1;
 	run_reset(r);
 	return 0;
 }
 
 int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
-		      FILE **out, struct diag *d)
+		      FILE **out, unsigned **src_line, size_t *nsrc,
+		      struct diag *d)
 {
+	struct line_map map = { 0 };
 	struct run r;
 	char *line = NULL;
 	size_t cap = 0;
@@ -348,6 +424,8 @@ int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
 	FILE *raw = tmpfile(), *conv = tmpfile();
 
 	*out = NULL;
+	*src_line = NULL;
+	*nsrc = 0;
 	memset(&r, 0, sizeof(r));
 	if (!raw || !conv) {
 		diag_error(d, where, 0, 0, "cannot make a temporary file "
@@ -406,7 +484,7 @@ int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
 			snprintf(ver, sizeof(ver), "%s", r.version);
 			snprintf(tests, sizeof(tests), "%s", r.tests);
 			snprintf(lib, sizeof(lib), "%s", r.lib);
-			rc = flush_run(&r, conv, where, op_opt, d);
+			rc = flush_run(&r, conv, &map, where, op_opt, d);
 			r.open = 1;
 			r.header_line = ln;
 			snprintf(r.version, sizeof(r.version), "%s", ver);
@@ -426,13 +504,17 @@ int measure_nccl_text(FILE *in, const char *where, const char *op_opt,
 		}
 	}
 	if (rc == 0)
-		rc = flush_run(&r, conv, where, op_opt, d);
+		rc = flush_run(&r, conv, &map, where, op_opt, d);
 	if (rc == 0) {
 		rewind(conv);
 		*out = conv;
 		conv = NULL;
+		*src_line = map.v;
+		*nsrc = map.n;
+		map.v = NULL;
 	}
 out:
+	mem_free(map.v);
 	run_reset(&r);
 	free(line);
 	if (raw)

@@ -248,8 +248,8 @@ static int point(struct measure_log *m, cJSON *o, const char *where,
 	double root = num_of(o, "root");
 
 	if (m->npts == MEASURE_MAX_POINTS) {
-		diag_error(d, where, 0, 0, "more than %d points",
-			   MEASURE_MAX_POINTS);
+		diag_error(d, where, (int)m->lines, 0, "more than %d points "
+			   "in one run", MEASURE_MAX_POINTS);
 		return -1;
 	}
 	r = &m->pts[m->npts];
@@ -429,6 +429,14 @@ void measure_stream_release(struct measure_stream *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* The line number a run counts from before the stream's next line
+ * (measure_line adds one): the file's line of a converted stream's. */
+static unsigned line_before(const struct measure_stream *s)
+{
+	return s->src_line && s->lines < s->nsrc && s->src_line[s->lines] ?
+	       s->src_line[s->lines] - 1 : s->lines;
+}
+
 int measure_stream_line(struct measure_stream *s, const char *line,
 			const char *where, int *opened, struct diag *d)
 {
@@ -436,16 +444,18 @@ int measure_stream_line(struct measure_stream *s, const char *line,
 	int rc;
 
 	*opened = 0;
-	m->lines = s->lines;
+	m->lines = line_before(s);
 	rc = measure_line(m, line, where, d);
 	if (rc == MEASURE_NEXT) {
 		if (stream_add(s, d) != 0)
 			return MEASURE_BAD;
 		*opened = 1;
 		m = s->runs[s->n - 1];
+		m->lines = line_before(s);
+		m->first_line = m->lines + 1;
 		rc = measure_line(m, line, where, d);	/* a fresh run: no NEXT */
 	}
-	s->lines = m->lines;
+	s->lines++;	/* measure_line took it: one line on */
 	return rc;
 }
 

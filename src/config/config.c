@@ -137,14 +137,62 @@ static struct cnode *copy_map(struct resolver *r, const struct cnode *map,
 
 /* ---- files ---- */
 
+/* The directory component before end (the '/' ending it) in path:
+ * its start into *start, its length; 0 when there is none. */
+static size_t dir_before(const char *path, const char *end,
+			 const char **start)
+{
+	const char *s = end;
+
+	while (s > path && s[-1] != '/')
+		s--;
+	*start = s;
+	return (size_t)(end - s);
+}
+
+/* The Hugging Face hub cache's ".../models--ORG--NAME/snapshots/HASH/
+ * config.json" (huggingface_hub's repo_folder_name: "models" and the
+ * repo id's parts joined by "--", which a repo id cannot hold): NAME,
+ * as a checkout's directory names it. NULL when base (the
+ * "config.json" in path) is not there. */
+static char *hub_cache_name(struct arena *a, const char *path,
+			    const char *base)
+{
+	const char *hash, *snaps, *repo, *name;
+	size_t nh, ns, nr;
+
+	if (base - path < 2 || !(nh = dir_before(path, base - 1, &hash)) ||
+	    hash - path < 2 ||
+	    (ns = dir_before(path, hash - 1, &snaps)) != 9 ||
+	    strncmp(snaps, "snapshots", 9) != 0 || snaps - path < 2 ||
+	    (nr = dir_before(path, snaps - 1, &repo)) <= 8 ||
+	    strncmp(repo, "models--", 8) != 0)
+		return NULL;
+	/* the last "--" part: NAME of ORG--NAME (a repo with no ORG, as
+	 * "models--gpt2", is NAME itself) */
+	for (name = repo + nr - 1; name >= repo + 10; name--)
+		if (name[-1] == '-' && name[-2] == '-')
+			break;
+	if (name < repo + 10)
+		name = repo + 8;
+	if (name >= repo + nr)
+		return NULL;
+	return arena_strndup(a, name, (size_t)(repo + nr - name));
+}
+
 /* "configs/gpus/h100.yaml" -> "h100"; a Hugging Face checkout's
- * ".../Llama-3-8B/config.json" -> "Llama-3-8B". */
+ * ".../Llama-3-8B/config.json" -> "Llama-3-8B", the hub cache's
+ * ".../models--meta-llama--Llama-3-8B/snapshots/HASH/config.json" too
+ * (it named the model HASH). */
 static char *name_of(struct arena *a, const char *path)
 {
 	const char *base = strrchr(path, '/'), *dot, *start;
+	char *hub;
 
 	base = base ? base + 1 : path;
 	if (strcmp(base, "config.json") == 0 && base > path) {
+		if ((hub = hub_cache_name(a, path, base)))
+			return hub;
 		for (start = base - 1; start > path && start[-1] != '/'; start--)
 			;
 		if (base - 1 > start && start[0] != '.')
@@ -533,6 +581,19 @@ struct cnode *config_merge(struct resolver *r, const struct schema *s,
 			continue;	/* resolve_ref has used it */
 		j = find_pair(s, out, f, k->text);
 		keyjoin(sub, keypath, k->text);
+		/* null over a key of the schema unsets it: the base's value
+		 * goes (a sweep point or --set could not take back a key
+		 * the base sets, e.g. parallelism.dp when system.nodes is
+		 * swept); an unknown key keeps its null to be named */
+		if (f && cnode_is_null(over->pairs[i].value)) {
+			if (j >= 0) {
+				memmove(&out->pairs[j], &out->pairs[j + 1],
+					(out->npairs - (size_t)j - 1) *
+					sizeof(*out->pairs));
+				out->npairs--;
+			}
+			continue;
+		}
 		nv = merge_value(r, f, j >= 0 ? out->pairs[j].value : NULL,
 				 over->pairs[i].value, sub);
 		if (!nv)

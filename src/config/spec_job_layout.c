@@ -225,12 +225,36 @@ static void check_pp_layout(const struct job_spec *j, struct layout_sink *s)
 			     (long long)l.bare_stage);
 }
 
+/* " (vpp N, FILE:LINE, picks it: vpp 1 runs pp 1)" into buf when the
+ * schedule is vpp's default, the place vpp is written known: a sweep
+ * point of pp 1 on a base with vpp 5 was refused at the grid's pp with
+ * nothing of vpp, which came from the base. "" otherwise. */
+static void vpp_picked(const struct layout_sink *s, int64_t vpp, int implied,
+		       char *buf, size_t n)
+{
+	const struct cnode *v = s->node ? job_layout_key(s->node,
+							  "parallelism.vpp") :
+				NULL;
+
+	buf[0] = '\0';
+	if (!implied || !s->d)
+		return;
+	if (v && v->kind == CNODE_SCALAR && v->file)
+		snprintf(buf, n, " (vpp %lld, %s:%d, picks it: vpp 1 runs pp 1)",
+			 (long long)vpp, v->file, v->line);
+	else
+		snprintf(buf, n, " (vpp %lld picks it: vpp 1 runs pp 1)",
+			 (long long)vpp);
+}
+
 /* Pipeline schedule against vpp, pp and the microbatch count. */
 static void check_schedule(struct job_spec *j, struct layout_sink *s)
 {
 	struct parallel_spec *p = &j->parallelism;
 	const struct training_spec *t = &j->training;
 	int64_t per_step = t->micro_batch_size * p->dp;
+	int implied = p->schedule < 0;
+	char why[320];
 
 	if (p->schedule < 0)
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
@@ -241,10 +265,12 @@ static void check_schedule(struct job_spec *j, struct layout_sink *s)
 	if (p->vpp > 1 && p->schedule != SCHED_INTERLEAVED)
 		layout_error(s, JR_SCHED_VPP, "vpp %lld needs "
 			     "schedule 'interleaved'", (long long)p->vpp);
-	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2)
+	if (p->schedule == SCHED_INTERLEAVED && p->pp < 2) {
+		vpp_picked(s, p->vpp, implied, why, sizeof(why));
 		layout_error(s, JR_SCHED_PP, "the interleaved "
-			     "schedule needs pp >= 2, got pp %lld",
-			     (long long)p->pp);
+			     "schedule needs pp >= 2, got pp %lld%s",
+			     (long long)p->pp, why);
+	}
 	if (t->global_batch_size % per_step != 0) {
 		layout_error(s, JR_BATCH, "global_batch_size %lld is "
 			     "not divisible by micro_batch_size * dp = %lld * %lld",

@@ -77,6 +77,16 @@ static int merge(struct found *f, struct search *s, size_t keep)
 	return 0;
 }
 
+int64_t plan_max_gpus_searched(const struct job_spec *j,
+			       const struct plan_opts *o)
+{
+	int64_t gpn = j->system->gpus_per_node;
+
+	if (o->max_gpus <= 0)
+		return system_gpus(j->system);
+	return gpn > 0 ? o->max_gpus / gpn * gpn : o->max_gpus;
+}
+
 static int search_all(const struct job_spec *j, const struct plan_opts *o,
 		      struct found *f, struct est_stats *stats, struct diag *d)
 {

@@ -235,4 +235,9 @@ struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 void plan_print(FILE *out, const struct job_spec *j, const struct plan_opts *o,
 		const struct plan_result *r);
 
+/* The GPUs the search reaches: --max-gpus in whole nodes (12 on 8-GPU
+ * nodes: 8), else the system's. */
+int64_t plan_max_gpus_searched(const struct job_spec *j,
+			       const struct plan_opts *o);
+
 #endif

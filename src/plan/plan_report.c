@@ -192,6 +192,8 @@ struct cJSON *plan_to_json(const struct job_spec *j, const struct plan_opts *o,
 		 jobj_add_str(root, "objective", plan_objective_names[o->objective]) &&
 		 jobj_add_num(root, "top_k", o->top_k) &&
 		 jobj_add_num(root, "max_gpus", (double)o->max_gpus) &&
+		 jobj_add_num(root, "max_gpus_searched",
+			      (double)plan_max_gpus_searched(j, o)) &&
 		 jobj_add_num(root, "headroom", o->headroom) &&
 		 jobj_add(root, "pinned", pinned_json(o)) &&
 		 jobj_add(root, "candidates", cands_json(r)) &&
@@ -217,7 +219,15 @@ static void print_header(FILE *out, const struct job_spec *j,
 {
 	char gpus[64];
 
-	if (o->max_gpus > 0)
+	if (o->max_gpus > 0 && plan_max_gpus_searched(j, o) != o->max_gpus)
+		/* whole nodes: 12 on 8-GPU nodes said "up to 12 GPUs" and
+		 * searched 8 */
+		snprintf(gpus, sizeof(gpus), "up to %lld GPUs: --max-gpus %lld "
+			 "in whole nodes of %lld",
+			 (long long)plan_max_gpus_searched(j, o),
+			 (long long)o->max_gpus,
+			 (long long)j->system->gpus_per_node);
+	else if (o->max_gpus > 0)
 		snprintf(gpus, sizeof(gpus), "up to %lld GPUs", (long long)o->max_gpus);
 	else
 		snprintf(gpus, sizeof(gpus), "%lld GPUs",

@@ -130,3 +130,42 @@ Test(calib_file, interval_is_in_ln_and_bounded)
 	cr_assert_eq(calib_interval(2, 2e3, &lo, &hi), -1);
 	cr_assert_eq(calib_interval(2, INFINITY, &lo, &hi), -1);
 }
+
+Test(calib_file, a_set_names_the_parameter_it_replaces)
+{
+	/*
+	 * A --set replaces a fitted value when its key is the parameter's,
+	 * a mapping above it ("scale_up.link={sustained: 0.5}") or a key
+	 * inside it; a sibling ("scale_up.link.latency"), a key that only
+	 * begins with the same letters ("scale_up.link.sustained_x",
+	 * "scale_up.lin") or one outside the prefix ("system." for a job)
+	 * does not. Spaces around the key are the parser's, not the key's.
+	 */
+	struct calib_param par[2] = {
+		{ .key = "scale_up.link.sustained", .value = 0.79 },
+		{ .key = "collectives.algorithms.p2p.hop_scale_up.ll" },
+	};
+	struct calib_file f = { .par = par, .npar = 2 };
+
+	cr_assert_eq(calib_file_set_names(&f, "", "scale_up.link.sustained=0.5"),
+		     &par[0]);
+	cr_assert_eq(calib_file_set_names(&f, "", " scale_up.link.sustained "
+					  "= 0.5"), &par[0]);
+	cr_assert_eq(calib_file_set_names(&f, "", "scale_up.link={sustained: "
+					  "0.5}"), &par[0]);
+	cr_assert_eq(calib_file_set_names(&f, "", "scale_up={link: {}}"),
+		     &par[0]);
+	cr_assert_eq(calib_file_set_names(&f, "", "collectives.algorithms.p2p"
+					  ".hop_scale_up.ll.x=1"), &par[1]);
+	cr_assert_null(calib_file_set_names(&f, "", "scale_up.link.latency=1 us"));
+	cr_assert_null(calib_file_set_names(&f, "", "scale_up.link.sustained_x=1"));
+	cr_assert_null(calib_file_set_names(&f, "", "scale_up.lin=1"));
+	cr_assert_null(calib_file_set_names(&f, "", "scale_up.link.sustained"));
+	cr_assert_null(calib_file_set_names(&f, "", "=0.5"));
+	cr_assert_eq(calib_file_set_names(&f, "system.", "system.scale_up.link"
+					  ".sustained=0.5"), &par[0]);
+	cr_assert_null(calib_file_set_names(&f, "system.", "scale_up.link"
+					    ".sustained=0.5"));
+	cr_assert_null(calib_file_set_names(&f, "system.", "model.scale_up"
+					    ".link.sustained=0.5"));
+}

@@ -363,3 +363,35 @@ Test(valid_coll, disabled_algorithms_leaving_none_are_named)
 		   "'disabled_algorithms' of this table leaves the library "
 		   "none it runs this op with");
 }
+
+Test(valid_coll, disabled_algorithms_are_not_blamed_for_other_failures)
+{
+	/*
+	 * dgx-h200 has 8 GPUs: 9 ranks fail ("a member's GPU id is past
+	 * the system's GPUs") and send/recv over 4 ranks fails ("needs
+	 * exactly two members") with or without [nvls] disabled. The note
+	 * said the list left the library no algorithm; it names the row.
+	 */
+	static const char *const heads[2] = {
+		"id: BAD\nsystem: dgx-h200\nop: allreduce\nranks: 9\n"
+		"type: bfloat16\ngated: false\ndisabled_algorithms: [nvls]\n",
+		"id: BAD\nsystem: dgx-h200\nop: sendrecv\nranks: 4\n"
+		"type: bfloat16\ngated: false\ndisabled_algorithms: [nvls]\n",
+	};
+	static const char *const name[1] = {"bad.yaml"};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		const char *h[1] = {heads[i]};
+		struct valid_set set;
+		char dir[64];
+
+		cr_assert_eq(read_tables(&set, dir, 1, name, h, ROWS), -1);
+		cr_assert_has(capture_text(&C), "bad.yaml: note: row 1 of this "
+			      "table (2097152 B, ");
+		cr_assert_null(strstr(capture_text(&C), "'disabled_algorithms'"),
+			       "%s", capture_text(&C));
+		valid_set_release(&set);
+		tmpdir_remove(dir);
+	}
+}

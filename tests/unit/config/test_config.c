@@ -325,6 +325,73 @@ Test(config, layout_checks_run_on_the_resolved_job)
 		   "divide the 16 GPUs of the system");
 }
 
+Test(config, a_schedule_vpp_picks_names_where_vpp_is)
+{
+	static const char *const pp1[] = {"parallelism.pp=1"};
+	const char *j;
+
+	/*
+	 * A job file with vpp 2 (the interleaved schedule by default) and
+	 * pp 1 set over it (a sweep's grid value): refused at the --set,
+	 * as before, and the message says vpp 2 is in force and where it
+	 * is written (line 6 of the file: a sweep's base), which it did
+	 * not ("needs pp >= 2, got pp 1" only). An explicit schedule is
+	 * the user's own: no vpp there.
+	 */
+	tmpdir_make(dir);
+	j = file("j.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism:\n"
+		 "  pp: 2\n"
+		 "  vpp: 2\n");
+	load_fails("job", j, pp1, 1, "--set:1:16: error: layout: the "
+		   "interleaved schedule needs pp >= 2, got pp 1 (vpp 2, ");
+	cr_assert_has(capture_text(&C), "j.yaml:6, picks it: vpp 1 runs pp 1)");
+	j = file("k.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism:\n"
+		 "  pp: 1\n"
+		 "  vpp: 2\n"
+		 "  schedule: interleaved\n");
+	load_fails("job", j, NULL, 0, "got pp 1\n");
+	tmpdir_remove(dir);
+}
+
+Test(config, null_over_a_base_unsets_the_key)
+{
+	static const char *const unset[] = {"parallelism.tp=null",
+					    "parallelism.dp=~"};
+	static const char *const typo[] = {"parallelism.tpp=null"};
+	const struct job_spec *j;
+	const char *f;
+
+	/*
+	 * The file pins tp 8 and dp 2 on test-sys's 16 GPUs. null over
+	 * them (a --set, a sweep's value) is as if the file left them out:
+	 * tp its default 1, dp inferred 16 / 1 = 16. It was an error
+	 * ("got null (remove the key...)"), so a sweep of system.nodes
+	 * could not free the base's dp. An unknown key's null is still
+	 * named; null in a file with no base under it is still an error.
+	 */
+	tmpdir_make(dir);
+	f = file("j.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism: {tp: 8, dp: 2}\n");
+	j = load_sets("job", f, unset, 2);
+	cr_assert_eq(j->parallelism.tp, 1);
+	cr_assert_eq(j->parallelism.dp, 16);
+	load_fails("job", f, typo, 1, "parallelism.tpp");
+	f = file("k.yaml", "model: test-llama\n"
+		 "system: test-sys\n"
+		 "training: {seq_len: 4096, global_batch_size: 64}\n"
+		 "parallelism: {tp: null}\n");
+	load_fails("job", f, NULL, 0, "got null");
+	tmpdir_remove(dir);
+}
+
 Test(config, layout_errors_point_at_the_key_changed)
 {
 	static const char *const tp[] = {"parallelism.tp=3"};

@@ -670,3 +670,44 @@ Test(hf_model, nemotron_h_bad_patterns_fail)
 		       " \"M-\", \"n_groups\": 3}", "'mamba_num_heads' 8 is not a "
 		       "multiple of 'n_groups' 3");
 }
+
+/* The Hugging Face hub cache keeps a download as
+ * models--ORG--NAME/snapshots/COMMIT/config.json (huggingface_hub's
+ * repo_folder_name): the model is NAME, as a checkout's directory
+ * names it; it was COMMIT (a 40-hex name in every table). A repo id
+ * without an ORG ("gpt2") is models--gpt2; a checkout is its folder. */
+Test(hf_model, hub_cache_path_names_the_repo_not_the_commit)
+{
+	static const char *const sub[][2] = {
+		{"models--meta-llama--Llama-3.1-8B/snapshots/"
+		 "0e9e39f249a16976918f6564b8830bc894c89659", "Llama-3.1-8B"},
+		{"models--gpt2/snapshots/607a30d783dfa663caf39e06633721c8d4cfcd7e",
+		 "gpt2"},
+		{"models--a--b/snapshots/c", "b"},
+		{"Llama-3-8B", "Llama-3-8B"},
+		{"snapshots/abc", "abc"},	/* no models--: a checkout */
+	};
+	const char *json = "{\"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+			   " \"num_attention_heads\": 8, \"intermediate_size\":"
+			   " 4096, \"vocab_size\": 1000}";
+	char dir[64], cmd[512], path[512];
+	size_t i;
+
+	tmpdir_make(dir);
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		const struct model_spec *m;
+		FILE *f;
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s'", dir, sub[i][0]);
+		cr_assert_eq(system(cmd), 0);
+		snprintf(path, sizeof(path), "%s/%s/config.json", dir,
+			 sub[i][0]);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs(json, f);
+		fclose(f);
+		m = load(path);
+		cr_assert_str_eq(m->name, sub[i][1], "%s", path);
+	}
+	tmpdir_remove(dir);
+}
