@@ -63,6 +63,9 @@ struct serve_req {
 	int adp_rank;		/* TensorRT-LLM attention DP: the rank that
 				 * holds it, -1 before one is chosen */
 	int adp_inst;		/* the instance adp_rank is a rank of */
+	int adp_seat;		/* sglang under attention DP: 1 + the rank
+				 * its instance sent it to (its arrival there
+				 * mod N, round robin), 0 before it arrives */
 };
 
 /* Attention-DP ranks of one instance llmsim tracks (more: spread evenly). */
@@ -118,6 +121,7 @@ struct serve_inst {
 	int64_t *running;		/* admitted requests, in admission order */
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
+	int64_t adp_arrivals;		/* requests queued here so far */
 	int64_t adp_chunked[ADP_MAX_BINS]; /* sglang under attention DP:
 					 * each rank's request being chunked,
 					 * -1 (serve_sched.c sglang_prefill_adp) */
@@ -288,6 +292,10 @@ int serve_pend_add(struct serve_inst *in, int64_t id, int front);
  * scheduler's victims: how many it preempted. */
 int serve_make_room(struct serve *s, struct serve_inst *in, int64_t id,
 		    int64_t tokens, double now);
+
+/* Request r arrives at instance in: under attention DP its seat there,
+ * the next rank round robin (SGLang's DataParallelController). */
+void serve_seat(struct serve_inst *in, struct serve_req *r);
 
 /* Admit the waiting queue's front request id: 0, or -1 (out of memory,
  * s->failed set). */

@@ -290,6 +290,12 @@ int serve_make_room(struct serve *s, struct serve_inst *in, int64_t id,
 }
 
 
+void serve_seat(struct serve_inst *in, struct serve_req *r)
+{
+	r->adp_seat = in->adp > 1 ? 1 + (int)(in->adp_arrivals++ % in->adp)
+				  : 0;
+}
+
 int serve_admit(struct serve *s, struct serve_inst *in, int64_t id)
 {
 	struct serve_req *r = &s->req[id];

@@ -325,8 +325,8 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
  * tokens a step, spread over the ranks, and a long prompt runs in
  * chunks of chunked_prefill_size / N on its rank beside the other ranks'
  * (in->max_tokens holds N budgets of the engine's value: N x N per-rank
- * shares). Here a request's rank is its arrival index mod N (round
- * robin); each rank first continues its chunked request, then requests
+ * shares). Here a request's rank is its arrival index at the instance
+ * mod N (round robin: adp_seat); each rank first continues its chunked request, then requests
  * are admitted first come first served over the instance's queue while
  * the front request's rank has budget left and no chunked request (the
  * ranks' own queues are not kept apart: with requests alike every rank
@@ -334,6 +334,16 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
  */
 static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 			     double now, const unsigned char *prefilling);
+
+/* Request id's rank at in: where its instance's round robin sent it
+ * (dispatch, serve_sim.c), or its index mod N where none did. */
+static int64_t sglang_rank(const struct serve *s,
+			   const struct serve_inst *in, int64_t id)
+{
+	int seat = s->req[id].adp_seat;
+
+	return seat > 0 ? seat - 1 : id % in->adp;
+}
 
 static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 				  double now)
@@ -379,7 +389,7 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 
 		id = rq_front(&in->waiting);
 		r = &s->req[id];
-		k = id % adp;
+		k = sglang_rank(s, in, id);
 		if (in->adp_chunked[k] >= 0 || left[k] <= 0)
 			break;
 		need = r->prompt - serve_req_start(r);
@@ -389,8 +399,8 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 		if (est / (double)in->block > avail && in->nrunning > 0)
 			break;
 		q = need < left[k] ? need : left[k];
-		if (q < need && !in->chunked && n > 0)
-			break;
+		if (q < need && !in->chunked && busy[k])
+			break;	/* a prompt over the share leads its rank's batch */
 		if (!in->chunked)
 			q = need;
 		if (!serve_kv_grow(in, r, serve_req_start(r) + q, now))
@@ -429,11 +439,12 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		int64_t id = in->running[i];
 		struct serve_req *r = &s->req[id];
 
-		if (prefilling && prefilling[id % in->adp])
+		if (prefilling && prefilling[sglang_rank(s, in, id)])
 			continue;	/* its rank runs a prefill batch */
 		if (!serve_req_decoding(r) || id == in->chunked_req ||
 		    (in->adp > 1 && in->adp <= ADP_MAX_BINS &&
-		     in->adp_chunked[id % in->adp] == id) || r->in_step)
+		     in->adp_chunked[sglang_rank(s, in, id)] == id) ||
+		    r->in_step)
 			continue;
 		if (serve_make_room(s, in, id, r->computed + k, now))
 			in->new_token_ratio = in->init_token_ratio;

@@ -405,6 +405,7 @@ static void dispatch(struct serve *s, int64_t id)
 
 	r->state = REQ_WAITING;
 	r->instance = i;
+	serve_seat(&s->inst[i], r);
 	if (rq_push_back(&s->inst[i].waiting, id) != 0) {
 		s->failed = 1;
 		return;

@@ -80,6 +80,7 @@ static void arrived(struct serve *s, int64_t id, int from, double now)
 	serve_kv_free(&s->inst[from], r, now);
 	r->instance = r->handoff_to;
 	r->state = REQ_WAITING;
+	serve_seat(&s->inst[r->instance], r);
 	if (rq_push_back(&s->inst[r->instance].waiting, id) != 0)
 		s->failed = 1;
 	s->wake(s, r->instance);

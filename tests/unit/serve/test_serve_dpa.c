@@ -196,3 +196,63 @@ Test(serve_dpa, sglang_dp_attention_admits_with_a_lower_ratio)
 	cr_assert_float_eq(f.s.inst[0].init_token_ratio, 0.7, 1e-12);
 	serve_fixture_close(&f);
 }
+
+/*
+ * Chunked prefill off: a prompt over a rank's 1024-token share is taken
+ * whole as the first of its rank's batch, each rank on its own (SGLang's
+ * schedulers a rank): prompts 3000, 3000 on ranks 0, 1 both run whole in
+ * step 1 (2 marked, 3000 tokens each at context 0). Counting the
+ * instance's admissions instead (the rule of the pooled scheduler) let
+ * only the first in: 1 marked.
+ */
+Test(serve_dpa, sglang_unchunked_prompts_lead_each_ranks_batch)
+{
+	static const int64_t prompt[] = {3000, 3000};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[2];
+	struct infer_batch b;
+
+	dpa_setup(&a, &s, &in, req, prompt, 2);
+	in.chunked = 0;
+	step(&s, &in, 0, 2, &b);
+	cr_assert_eq(b.n, 2);
+	group_is(&b, 0, 1, 3000, 0, 1);
+	group_is(&b, 1, 1, 3000, 0, 1);
+	dpa_teardown(&a, &in);
+}
+
+/*
+ * A request's rank is its arrival order at its instance, not its id:
+ * with two prefill instances the round robin of dispatch sends this one
+ * requests 0 and 2, which its controller seats on ranks 0 and 1
+ * (serve_seat), so step 1 prefills a 1024-token chunk of each (2 marked,
+ * each rank chunking its own). By id mod 2 both sat on rank 0: the second
+ * waited behind the first's chunk (1 marked).
+ */
+Test(serve_dpa, sglang_ranks_follow_arrival_at_the_instance)
+{
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[4];
+	struct infer_batch b;
+
+	memset(req, 0, sizeof(req));
+	dpa_setup(&a, &s, &in, req, NULL, 0);
+	s.nreq = 4;
+	serve_fixture_arrive(&in, req, 0, 3000);
+	serve_seat(&in, &req[0]);
+	serve_fixture_arrive(&in, req, 2, 3000);
+	serve_seat(&in, &req[2]);
+	cr_assert_eq(req[0].adp_seat, 1);
+	cr_assert_eq(req[2].adp_seat, 2);
+	step(&s, &in, 0, 2, &b);
+	cr_assert_eq(b.n, 2);
+	group_is(&b, 0, 1, 1024, 0, 1);
+	group_is(&b, 1, 1, 1024, 0, 1);
+	cr_assert_eq(in.adp_chunked[0], 0);
+	cr_assert_eq(in.adp_chunked[1], 2);
+	dpa_teardown(&a, &in);
+}
