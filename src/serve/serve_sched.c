@@ -238,6 +238,17 @@ static int64_t sched_vllm(struct serve *s, struct serve_inst *in, double now)
 
 /* ---- SGLang ---- */
 
+/* Tokens SGLang's PrefillAdder holds for request r: its whole prompt
+ * and its output left, clipped, at the new-token ratio (see
+ * sglang_prefill). */
+static double sglang_est(const struct serve_inst *in,
+			 const struct serve_req *r)
+{
+	return (double)r->prompt + fmin((double)(r->output - r->generated),
+					SGLANG_CLIP_NEW_TOKENS) *
+				   in->new_token_ratio;
+}
+
 /* Pages the running requests are estimated to still need. */
 static double sglang_reserve(const struct serve *s,
 			     const struct serve_inst *in)
@@ -288,9 +299,7 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 		 * again after _lock_node takes the matched prefix out of the
 		 * evictable tokens, and a request here holds its cached
 		 * prefix's pages (serve_kv_grow below) */
-		est = (double)r->prompt + fmin((double)(r->output - r->generated),
-					  SGLANG_CLIP_NEW_TOKENS) *
-					  in->new_token_ratio;
+		est = sglang_est(in, r);
 		if (est / (double)in->block > avail && in->nrunning > 0)
 			break;
 		q = need < budget ? need : budget;
@@ -393,9 +402,7 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 		if (in->adp_chunked[k] >= 0 || left[k] <= 0)
 			break;
 		need = r->prompt - serve_req_start(r);
-		est = (double)r->prompt + fmin((double)(r->output - r->generated),
-					  SGLANG_CLIP_NEW_TOKENS) *
-					  in->new_token_ratio;
+		est = sglang_est(in, r);
 		if (est / (double)in->block > avail && in->nrunning > 0)
 			break;
 		q = need < left[k] ? need : left[k];
