@@ -249,6 +249,36 @@ static double sglang_est(const struct serve_inst *in,
 				   in->new_token_ratio;
 }
 
+/* Admit waiting request id for a prompt chunk of at most budget of its
+ * need tokens left, if the pool's estimate (avail pages, sglang_est) and
+ * the KV cache take it; without chunked prefill it takes its whole need,
+ * and a need over the budget only as the first of a batch (lead). 0 with
+ * *took set, 1 when admission stops here, -1 out of memory. */
+static int sglang_take(struct serve *s, struct serve_inst *in, int64_t id,
+		       int64_t need, int64_t budget, int lead, double *avail,
+		       double now, int64_t *took)
+{
+	struct serve_req *r = &s->req[id];
+	double est = sglang_est(in, r);
+	int64_t q;
+
+	if (est / (double)in->block > *avail && in->nrunning > 0)
+		return 1;
+	q = need < budget ? need : budget;
+	if (q < need && !in->chunked && !lead)
+		return 1;
+	if (!in->chunked)
+		q = need;
+	if (!serve_kv_grow(in, r, serve_req_start(r) + q, now))
+		return 1;
+	if (serve_admit(s, in, id) != 0)
+		return -1;
+	serve_mark(in, r, q, 1, now);
+	*avail -= est / (double)in->block;
+	*took = q;
+	return 0;
+}
+
 /* Pages the running requests are estimated to still need. */
 static double sglang_reserve(const struct serve *s,
 			     const struct serve_inst *in)
@@ -289,7 +319,7 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 	}
 	while (in->chunked_req < 0 && in->waiting.n > 0 && budget > 0 &&
 	       in->nrunning < in->max_seqs) {
-		double est;
+		int rc;
 
 		id = rq_front(&in->waiting);
 		r = &s->req[id];
@@ -298,21 +328,13 @@ static int64_t sglang_prefill(struct serve *s, struct serve_inst *in,
 		 * tokens plus the output estimate against rem_total_tokens
 		 * again after _lock_node takes the matched prefix out of the
 		 * evictable tokens, and a request here holds its cached
-		 * prefix's pages (serve_kv_grow below) */
-		est = sglang_est(in, r);
-		if (est / (double)in->block > avail && in->nrunning > 0)
-			break;
-		q = need < budget ? need : budget;
-		if (q < need && !in->chunked && n > 0)
-			break;
-		if (!in->chunked)
-			q = need;
-		if (!serve_kv_grow(in, r, serve_req_start(r) + q, now))
-			break;
-		if (serve_admit(s, in, id) != 0)
+		 * prefix's pages (serve_kv_grow in sglang_take) */
+		rc = sglang_take(s, in, id, need, budget, n == 0, &avail, now,
+				 &q);
+		if (rc < 0)
 			return -1;
-		serve_mark(in, r, q, 1, now);
-		avail -= est / (double)in->block;
+		if (rc > 0)
+			break;
 		budget -= q;
 		n++;
 		if (q < need)
@@ -394,7 +416,7 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 			in->adp_chunked[k] = -1;
 	}
 	while (in->waiting.n > 0 && in->nrunning < in->max_seqs) {
-		double est;
+		int rc;
 
 		id = rq_front(&in->waiting);
 		r = &s->req[id];
@@ -402,20 +424,13 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 		if (in->adp_chunked[k] >= 0 || left[k] <= 0)
 			break;
 		need = r->prompt - serve_req_start(r);
-		est = sglang_est(in, r);
-		if (est / (double)in->block > avail && in->nrunning > 0)
-			break;
-		q = need < left[k] ? need : left[k];
-		if (q < need && !in->chunked && busy[k])
-			break;	/* a prompt over the share leads its rank's batch */
-		if (!in->chunked)
-			q = need;
-		if (!serve_kv_grow(in, r, serve_req_start(r) + q, now))
-			break;
-		if (serve_admit(s, in, id) != 0)
+		/* a prompt over the share leads its own rank's batch */
+		rc = sglang_take(s, in, id, need, left[k], !busy[k], &avail,
+				 now, &q);
+		if (rc < 0)
 			return -1;
-		serve_mark(in, r, q, 1, now);
-		avail -= est / (double)in->block;
+		if (rc > 0)
+			break;
 		left[k] -= q;
 		busy[k] = 1;
 		n++;
