@@ -57,3 +57,12 @@ struct net_coll_result coll_timed(const struct system_spec *s,
 		     "%s over %u GPUs should run", coll_op_names[r->op], r->n);
 	return out;
 }
+
+void coll_expect(const struct system_spec *s, const struct run *r,
+		 const char *proto, double time_s)
+{
+	struct net_coll_result out = coll_timed(s, r);
+
+	cr_assert_str_eq(out.protocol, proto);
+	EQ_REL(out.time_s, time_s, 1e-6);
+}

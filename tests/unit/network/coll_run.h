@@ -1,5 +1,5 @@
 /*
- * coll_run.h - what the collective tests (test_coll.c, test_coll_lib.c)
+ * coll_run.h - what the collective tests (test_coll*.c)
  * share: one collective described in a line (struct run), timed on a
  * fresh fabric built from a system, and a relative float comparison
  * that prints both values.
@@ -47,6 +47,10 @@ int coll_try_time(const struct system_spec *s, const struct run *r,
 /* coll_try_time, asserting that the collective runs. */
 struct net_coll_result coll_timed(const struct system_spec *s,
 				  const struct run *r);
+
+/* coll_timed, asserting its protocol and its time (within 1e-6 of it). */
+void coll_expect(const struct system_spec *s, const struct run *r,
+		 const char *proto, double time_s);
 
 #define EQ_REL(a, b, rel) cr_assert_float_eq((a), (b), fabs(b) * (rel) + 2e-9, \
 	"%s = %.9g, expected %.9g", #a, (double)(a), (double)(b))

@@ -36,39 +36,29 @@ Test(net_coll_c2c, no_ll128_across_nodes_over_c2c)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, TINY, NULL, 16, ALGO_RING, 1, NULL };
-	struct net_coll_result out;
 
 	c2c_ring(&f, 2);
 	/* PCIe-attached NICs: LL128 at its 5 us, whatever the library. */
 	f.lib.ll128_c2c = 0;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll128");
-	EQ_REL(out.time_s, 5e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll128", 5e-6);
 	/* NICs over C2C and a library without LL128 there: Simple, 20 us. */
 	f.sys.nic_via_c2c = 1;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6);
 	/* A library that runs LL128 over C2C (NCCL from 2.27.3): 5 us. */
 	f.lib.ll128_c2c = 1;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll128");
-	EQ_REL(out.time_s, 5e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll128", 5e-6);
 }
 
 Test(net_coll_c2c, one_node_keeps_ll128)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
-	struct net_coll_result out;
 
 	c2c_ring(&f, 1);
 	f.sys.nic_via_c2c = 1;
 	f.lib.ll128_c2c = 0;
 	/* No NIC on the way: LL128 at 5 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll128");
-	EQ_REL(out.time_s, 5e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll128", 5e-6);
 }
 
 /* The rule is the tuner's (tuning.cc applies it where LL128 is left to

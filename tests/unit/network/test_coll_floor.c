@@ -41,19 +41,14 @@ Test(net_coll_floor, ring_ll_runs_at_the_gpus_floor)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
-	struct net_coll_result out;
 
 	floor_ring(&f);
 	/* Without gpu_floor the library's line: all-reduce 2 (8 - 1) = 14
 	 * steps, 5 + 14 x 0.5 = 12 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 12e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 12e-6);
 	/* With it the GPU's: 3 + 14 x 1 = 17 us. */
 	f.lib.gpu_floor = 1;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 17e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 17e-6);
 	/* All-gather: 8 - 1 = 7 steps, 3 + 7 x 1 = 10 us. */
 	r.op = COLL_ALLGATHER;
 	EQ_REL(coll_timed(&f.sys, &r).time_s, 10e-6, 1e-6);
@@ -86,22 +81,17 @@ Test(net_coll_floor, the_tuner_keeps_the_librarys_line)
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, TINY, NULL, 8, ALGO_RING, 1, NULL };
 	struct coll_algo_spec *ring = floor_ring(&f);
-	struct net_coll_result out;
 
 	f.lib.gpu_floor = 1;
 	/* Simple at 15 us: the tuner sees LL at 12 us (its line) and takes
 	 * it, though it runs at 17 us; had it seen the GPU's 17 it would
 	 * have taken Simple. */
 	ring->base.s[PROTO_SIMPLE] = 15e-6;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 17e-6, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 17e-6);
 	/* Simple at 11 us beats the tuner's 12 for LL: Simple, at 11 us
 	 * (its latency, no step; 8 B over 450 GB/s is nothing). */
 	ring->base.s[PROTO_SIMPLE] = 11e-6;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 11e-6, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 11e-6);
 }
 
 Test(net_coll_floor, other_protocols_do_not_move)

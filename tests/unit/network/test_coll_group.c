@@ -179,7 +179,6 @@ Test(net_group, the_tuner_charges_a_chain_one_step)
 	struct fx f;
 	struct coll_algo_spec *ring = &f.lib.algo[ALGO_RING];
 	struct run r = { COLL_BROADCAST, 16e6, NULL, 8, ALGO_RING, 1, NULL };
-	struct net_coll_result out;
 
 	fx_switch(&f, 1);
 	ring->protocols.on[PROTO_LL128] = 1;
@@ -192,14 +191,10 @@ Test(net_group, the_tuner_charges_a_chain_one_step)
 	 * 14 + 7 x 1.9 + 16e6 / (0.9375 x 450 GB/s) = 27.3 + 37.93 = 65.23
 	 * us, Simple 8.4 + 7 x 3.4 + 16e6 / 450 GB/s = 32.2 + 35.56 = 67.76
 	 * us: LL128. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll128");
-	EQ_REL(out.time_s, 27.3e-6 + 16e6 / (0.9375 * 450e9), 1e-6);
+	coll_expect(&f.sys, &r, "ll128", 27.3e-6 + 16e6 / (0.9375 * 450e9));
 	/* NCCL's tuner charges one step (sameChannels): LL128 14 + 1.9 +
 	 * 37.93 = 53.83 us against Simple's 8.4 + 3.4 + 35.56 = 47.36 us:
 	 * it runs Simple, which takes its full 67.76 us. */
 	ring->select_chain_steps = 1;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 32.2e-6 + 16e6 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 32.2e-6 + 16e6 / 450e9);
 }

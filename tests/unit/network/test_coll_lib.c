@@ -36,28 +36,21 @@ Test(net_coll, protocol_choice_follows_size)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, ALGO_RING, 1, NULL };
-	struct net_coll_result out;
 
 	ll_and_simple_ring(&f);
 	/* LL: 5 us + 1.75 n * 2 / 450 GB/s; Simple: 20 us + 1.75 n / 450 GB/s.
 	 * They cross at n = 15 us * 450e9 / 1.75 = 3.857 MB. At 1 MB LL wins:
 	 * 5 us + 7.778 us = 12.78 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 1.75e6 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 1.75e6 * 2 / 450e9);
 	r.bytes = 16e6;
 	/* At 16 MB Simple wins: 20 us + 62.22 us = 82.22 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6 + 1.75 * 16e6 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6 + 1.75 * 16e6 / 450e9);
 	/* A 100 GB/s cap on LL's bus bandwidth (NCCL's llMaxBws): at 1 MB LL
 	 * needs 5 + 1.75 MB / 100 GB/s = 22.5 us, still under Simple's
 	 * 20 + 3.89 = 23.89 us: LL, at the capped time. */
 	f.lib.proto[PROTO_LL].max_busbw_Bps[SCALE_1NODE] = 100e9;
 	r.bytes = 1e6;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 1.75e6 / 100e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 1.75e6 / 100e9);
 }
 
 #define MiB 1048576.0
@@ -454,7 +447,6 @@ Test(net_coll, proto_max_bytes_hands_a_protocol_on)
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, 524287, NULL, 8, ALGO_RING, 1, NULL };
 	struct coll_algo_spec *ring;
-	struct net_coll_result out;
 
 	ring = ll_and_simple_ring(&f);
 	/* As protocol_choice_follows_size: LL 5 us + 1.75 n * 2 / 450 GB/s,
@@ -462,20 +454,14 @@ Test(net_coll, proto_max_bytes_hands_a_protocol_on)
 	 * program ending at 524287 B (MSCCL all-pairs maxBytes), 524287 B
 	 * still runs LL: 5 + 4.078 = 9.078 us... */
 	ring->proto_max_bytes.b[PROTO_LL] = 524287;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 1.75 * 524287 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 1.75 * 524287 * 2 / 450e9);
 	/* ...and one byte more runs Simple, though LL would be 11 us faster:
 	 * 20 + 1.75 x 524288 / 450e9 = 20 + 2.039 = 22.039 us. */
 	r.bytes = 524288;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6 + 1.75 * 524288 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6 + 1.75 * 524288 / 450e9);
 	/* A protocol the system forces is run as asked. */
 	f.sys.protocol = PROTO_LL;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 1.75 * 524288 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 1.75 * 524288 * 2 / 450e9);
 }
 
 Test(net_coll, tuner_view_scales_the_choice_only)
@@ -484,7 +470,6 @@ Test(net_coll, tuner_view_scales_the_choice_only)
 	struct run r = { COLL_ALLREDUCE, 1e6, NULL, 8, ALGO_RING, 1, NULL };
 	struct coll_algo_spec *ring = ll_and_simple_ring(&f);
 	int64_t pct[] = { 100, 50, 10 };
-	struct net_coll_result out;
 
 	/* Bucket floor(log2(bytes / 64)): 127 B is 0, 128 - 255 B are 1;
 	 * from 256 B every bucket takes the list's last entry. */
@@ -495,20 +480,14 @@ Test(net_coll, tuner_view_scales_the_choice_only)
 	/* As protocol_choice_follows_size LL wins 1 MB (12.78 us against
 	 * 23.89) unscaled. At 10 % the choice sees LL at 5 + 7.778 / 0.1 =
 	 * 82.78 us and takes Simple, timed as it runs: 20 + 3.889 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6 + 1.75e6 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6 + 1.75e6 / 450e9);
 	/* From 2 nodes only (RCCL's rings): on one node LL again. */
 	ring->select_size_min_nodes = 2;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 1.75e6 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 1.75e6 * 2 / 450e9);
 	/* A tuner that times LL's 14 switch steps at 1 us each (cost: 0)
 	 * sees 5 + 14 + 7.778 = 26.78 us > 23.89: Simple, timed as it runs. */
 	ring->select_hop_scale_up.s[PROTO_LL] = 1e-6;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6 + 1.75e6 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6 + 1.75e6 / 450e9);
 }
 
 Test(net_coll, rings_on_own_nics_skip_the_hop_to_a_rail)
@@ -773,28 +752,20 @@ Test(net_coll, p2p_protocol_is_the_librarys_rule_by_peer_bytes)
 	/* No rule: timed, LL wins 256 KiB on 8 ranks (7/8 of it leaves a
 	 * rank through its 450 GB/s link): LL 5 + 0.875 x 262144 x 2 /
 	 * 450e9 = 5 + 1.019 = 6.019 us against Simple 20 + 0.510 us. */
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 0.875 * 262144 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 0.875 * 262144 * 2 / 450e9);
 	/* NCCL's rule, LL up to 16 KiB a peer: 256 KiB / 8 = 32 KiB a peer
 	 * runs Simple, 20 + 0.875 x 262144 / 450e9 = 20.510 us. */
 	p2p->peer_max_B.b[PROTO_LL] = 16384;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "simple");
-	EQ_REL(out.time_s, 20e-6 + 0.875 * 262144 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "simple", 20e-6 + 0.875 * 262144 / 450e9);
 	/* 128 KiB is 16 KiB a peer: LL, 5 + 0.875 x 131072 x 2 / 450e9 =
 	 * 5.510 us... */
 	r.bytes = 131072;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 5e-6 + 0.875 * 131072 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 0.875 * 131072 * 2 / 450e9);
 	/* ...even where Simple would time faster (bases swapped: LL 20 +
 	 * 0.510 us against Simple 5 + 0.255 us): a rule, not a choice. */
 	p2p->base.s[PROTO_LL] = 20e-6;
 	p2p->base.s[PROTO_SIMPLE] = 5e-6;
-	out = coll_timed(&f.sys, &r);
-	cr_assert_str_eq(out.protocol, "ll");
-	EQ_REL(out.time_s, 20e-6 + 0.875 * 131072 * 2 / 450e9, 1e-6);
+	coll_expect(&f.sys, &r, "ll", 20e-6 + 0.875 * 131072 * 2 / 450e9);
 	/* An uneven all-to-all goes by its largest send: 16 KiB to every
 	 * peer but rank 0's 16 KiB + 1 B to rank 1 makes it Simple. Its
 	 * plan moves the heaviest row, 7 x 16384 + 1 B off its rank:
