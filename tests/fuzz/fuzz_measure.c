@@ -27,48 +27,46 @@
 #include "base/diag.h"
 #include "base/mem.h"
 #include "cli/measure.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c, ...)                                                       \
-	do {                                                                \
-		if (!(c)) {                                                 \
-			fprintf(stderr, "fuzz_measure: " __VA_ARGS__);      \
-			fputc('\n', stderr);                                \
-			abort();                                            \
-		}                                                           \
-	} while (0)
 
 static void check_run(const struct measure_log *m, FILE *sink)
 {
 	char err[512];
 	uint32_t i;
 
-	CHECK(m->npts <= MEASURE_MAX_POINTS && m->npts <= m->cap,
-	      "%u points, room for %u", m->npts, m->cap);
-	CHECK(m->points && cJSON_GetArraySize(m->points) == (int)m->npts,
-	      "%d --json points for %u points",
-	      m->points ? cJSON_GetArraySize(m->points) : -1, m->npts);
+	FUZZ_CHECK(m->npts <= MEASURE_MAX_POINTS && m->npts <= m->cap,
+		   "%u points, room for %u", m->npts, m->cap);
+	FUZZ_CHECK(m->points &&
+		   cJSON_GetArraySize(m->points) == (int)m->npts,
+		   "%d --json points for %u points",
+		   m->points ? cJSON_GetArraySize(m->points) : -1, m->npts);
 	for (i = 0; i < m->npts; i++) {
 		const struct store_meas_row *r = &m->pts[i];
 
-		CHECK(r->op && r->op[0] && r->type && r->type[0] && r->check,
-		      "point %u: no op / dtype / check", i);
-		CHECK(!strcmp(r->check, "ok") || !strcmp(r->check, "wrong") ||
-		      !strcmp(r->check, "skipped"), "point %u: check '%s'", i,
-		      r->check);
-		CHECK(isfinite(r->size_B) && r->size_B >= 0 &&
-		      isfinite(r->count) && r->count >= 0,
-		      "point %u: size %g, count %g", i, r->size_B, r->count);
-		CHECK(r->time_min_s > 0 && r->time_min_s <= r->time_s &&
-		      r->time_s <= r->time_max_s && isfinite(r->time_max_s),
-		      "point %u: times %g <= %g <= %g", i, r->time_min_s,
-		      r->time_s, r->time_max_s);
-		CHECK(r->ranks >= 1 && r->iters >= 1, "point %u: ranks %u, "
-		      "iters %d", i, r->ranks, r->iters);
-		CHECK(r->root >= -1 && (r->root < 0 ||
-		      (uint32_t)r->root < r->ranks),
-		      "point %u: root %d of %u ranks", i, r->root, r->ranks);
+		FUZZ_CHECK(r->op && r->op[0] && r->type && r->type[0] &&
+			   r->check, "point %u: no op / dtype / check", i);
+		FUZZ_CHECK(!strcmp(r->check, "ok") ||
+			   !strcmp(r->check, "wrong") ||
+			   !strcmp(r->check, "skipped"),
+			   "point %u: check '%s'", i, r->check);
+		FUZZ_CHECK(isfinite(r->size_B) && r->size_B >= 0 &&
+			   isfinite(r->count) && r->count >= 0,
+			   "point %u: size %g, count %g", i, r->size_B,
+			   r->count);
+		FUZZ_CHECK(r->time_min_s > 0 && r->time_min_s <= r->time_s &&
+			   r->time_s <= r->time_max_s &&
+			   isfinite(r->time_max_s),
+			   "point %u: times %g <= %g <= %g", i, r->time_min_s,
+			   r->time_s, r->time_max_s);
+		FUZZ_CHECK(r->ranks >= 1 && r->iters >= 1,
+			   "point %u: ranks %u, iters %d", i, r->ranks,
+			   r->iters);
+		FUZZ_CHECK(r->root >= -1 && (r->root < 0 ||
+			   (uint32_t)r->root < r->ranks),
+			   "point %u: root %d of %u ranks", i, r->root,
+			   r->ranks);
 	}
 	if (m->have_hello && m->npts) {
 		measure_print_header(sink, m, NULL);
@@ -111,9 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	diag_init(&d, NULL);
 	sink = fopen("/dev/null", "w");
-	CHECK(sink, "cannot open /dev/null");
+	FUZZ_CHECK(sink, "cannot open /dev/null");
 	in = fmemopen((void *)(data + 1), size - 1, "r");
-	CHECK(in, "fmemopen failed");
+	FUZZ_CHECK(in, "fmemopen failed");
 	for (i = 1; i < size; i++)
 		file_lines += data[i] == '\n';
 	if (measure_stream_init(&s, &d) != 0) {
@@ -127,9 +125,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				     "allreduce" : NULL, &conv, &src_line,
 				     &nsrc, &d) == 0) {
 		for (i = 0; i < nsrc; i++)
-			CHECK(src_line[i] <= file_lines, "converted line %zu "
-			      "cites line %u of a file of %u", i + 1,
-			      src_line[i], file_lines);
+			FUZZ_CHECK(src_line[i] <= file_lines,
+				   "converted line %zu cites line %u of a "
+				   "file of %u", i + 1, src_line[i],
+				   file_lines);
 		s.src_line = src_line;
 		s.nsrc = nsrc;
 		lines = read_stream(conv, &s, &d);
@@ -138,15 +137,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fclose(conv);
 	}
 	fclose(in);
-	CHECK(s.lines == lines, "%u lines read, the stream says %u", lines,
-	      s.lines);
-	CHECK(s.n >= 1, "no run");
+	FUZZ_CHECK(s.lines == lines, "%u lines read, the stream says %u", lines,
+		   s.lines);
+	FUZZ_CHECK(s.n >= 1, "no run");
 	for (i = 0; i < s.n; i++) {
 		check_run(s.runs[i], sink);
 		total += s.runs[i]->npts;
 	}
-	CHECK(measure_stream_points(&s) == total, "%u points, %u in the runs",
-	      measure_stream_points(&s), total);
+	FUZZ_CHECK(measure_stream_points(&s) == total,
+		   "%u points, %u in the runs", measure_stream_points(&s),
+		   total);
 	measure_stream_release(&s);
 	mem_free(src_line);
 	fclose(sink);

@@ -34,32 +34,26 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c, ...)                                                       \
-	do {                                                                \
-		if (!(c)) {                                                 \
-			fprintf(stderr, "fuzz_sweep: " __VA_ARGS__);        \
-			fputc('\n', stderr);                                \
-			abort();                                            \
-		}                                                           \
-	} while (0)
-
 static void check_shape(const struct sweep *sw)
 {
 	uint64_t product = 1;
 	size_t k;
 
-	CHECK(sw->npoints >= 1 && sw->npoints <= SWEEP_MAX_POINTS,
-	      "%llu points", (unsigned long long)sw->npoints);
+	FUZZ_CHECK(sw->npoints >= 1 && sw->npoints <= SWEEP_MAX_POINTS,
+		   "%llu points", (unsigned long long)sw->npoints);
 	for (k = 0; k < sw->ndims; k++) {
-		CHECK(sw->dims[k].n >= 1, "dimension %zu of length 0", k);
+		FUZZ_CHECK(sw->dims[k].n >= 1, "dimension %zu of length 0", k);
 		product *= sw->dims[k].n;
-		CHECK(product <= SWEEP_MAX_POINTS, "dimensions past the most");
+		FUZZ_CHECK(product <= SWEEP_MAX_POINTS,
+			   "dimensions past the most");
 	}
-	CHECK(product == sw->npoints, "%llu points, dimensions give %llu",
-	      (unsigned long long)sw->npoints, (unsigned long long)product);
+	FUZZ_CHECK(product == sw->npoints,
+		   "%llu points, dimensions give %llu",
+		   (unsigned long long)sw->npoints,
+		   (unsigned long long)product);
 	for (k = 0; k < sw->naxes; k++)
-		CHECK(sw->axes[k].dim < sw->ndims && sw->axes[k].key &&
-		      sw->axes[k].column, "axis %zu", k);
+		FUZZ_CHECK(sw->axes[k].dim < sw->ndims && sw->axes[k].key &&
+			   sw->axes[k].column, "axis %zu", k);
 }
 
 static void check_point(struct config_ctx *cx, const struct sweep *sw,
@@ -73,24 +67,25 @@ static void check_point(struct config_ctx *cx, const struct sweep *sw,
 	cJSON *json;
 	void *job;
 
-	CHECK(vals, "out of memory");
+	FUZZ_CHECK(vals, "out of memory");
 	sweep_point_values(sw, i, vals);
 	for (k = 0; k < sw->naxes; k++) {
 		set += vals[k] != NULL;
-		CHECK(sweep_value_text(cx->arena, vals[k]), "no text");
+		FUZZ_CHECK(sweep_value_text(cx->arena, vals[k]), "no text");
 	}
 	json = sweep_point_json(sw, i);
-	CHECK(json && cJSON_GetArraySize(json) == (int)set,
-	      "point %llu: %d JSON axes for %zu set",
-	      (unsigned long long)i, json ? cJSON_GetArraySize(json) : -1,
-	      set);
+	FUZZ_CHECK(json && cJSON_GetArraySize(json) == (int)set,
+		   "point %llu: %d JSON axes for %zu set",
+		   (unsigned long long)i, json ? cJSON_GetArraySize(json) : -1,
+		   set);
 	cJSON_Delete(json);
 	if (sweep_point_overrides(cx->arena, sw, i, &trees, &n, cx->diag) != 0)
 		return;
-	CHECK(n == sw->nset + set, "point %llu: %zu trees for %zu sets and "
-	      "%zu axes", (unsigned long long)i, n, sw->nset, set);
+	FUZZ_CHECK(n == sw->nset + set,
+		   "point %llu: %zu trees for %zu sets and %zu axes",
+		   (unsigned long long)i, n, sw->nset, set);
 	job = arena_alloc(cx->arena, s->size);
-	CHECK(job, "out of memory");
+	FUZZ_CHECK(job, "out of memory");
 	(void)config_load_resolved(cx, s, base,
 				   (const struct cnode *const *)trees, n, job);
 }
