@@ -17,6 +17,7 @@
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "config/cnode.h"
 #include "store/store.h"
 
@@ -85,35 +86,14 @@ struct found {
 	int oom;
 };
 
-/* A UTF-8 continuation byte (10xxxxxx): not where a character starts. */
-#define CONT(ch) (((unsigned char)(ch) & 0xC0) == 0x80)
-
-/* The characters of s[0..len): its lead bytes (the stored text is UTF-8;
- * a stray byte counts as one). */
-static size_t text_chars(const char *s, size_t len)
-{
-	size_t n = 0, i;
-
-	for (i = 0; i < len; i++)
-		n += !CONT(s[i]);
-	return n;
-}
-
 const char *sweep_cut_text(struct arena *a, const char *s, size_t len,
 			   size_t max)
 {
-	size_t keep = 0, n = 0;
-
-	if (max < 4 || text_chars(s, len) <= max)
+	if (max < 4 || utf8_chars(s, len) <= max)
 		return arena_strndup(a, s, len);
 	/* the bytes of the first max - 3 characters, then "..." */
-	while (keep < len && n < max - 3) {
-		keep++;
-		while (keep < len && CONT(s[keep]))
-			keep++;
-		n++;
-	}
-	return arena_printf(a, "%.*s...", (int)keep, s);
+	return arena_printf(a, "%.*s...", (int)utf8_prefix(s, len, max - 3),
+			    s);
 }
 
 /* "1.234 s" or "12.34 ms". */
@@ -170,7 +150,7 @@ static int add_row(struct table *t, const char *const *cells)
 		return -1;
 	for (k = 0; k < t->ncols; k++) {
 		const char *s = cells[k] ? cells[k] : "";
-		int w = (int)text_chars(s, strlen(s));
+		int w = (int)utf8_chars(s, strlen(s));
 
 		t->cell[t->rows * t->ncols + k] = s;
 		if (w > t->width[k])
@@ -193,7 +173,7 @@ static void print_table(FILE *out, const struct table *t)
 			else	/* padded to the column's characters, not
 				 * bytes ("µs", "é" in a value) */
 				fprintf(out, "%s%*s  ", s, t->width[k] -
-					(int)text_chars(s, strlen(s)), "");
+					(int)utf8_chars(s, strlen(s)), "");
 		}
 	}
 }
