@@ -24,6 +24,11 @@ struct diag;
  * array, which refused an -i run of 257 rows whole. */
 #define MEASURE_MAX_POINTS 65536
 
+/* The most sizes one backend run walks (src/backend/bk_main.c
+ * MAX_POINTS): `llmsim measure` refuses a --min / --max / --step-factor
+ * of more before the backend starts. */
+#define MEASURE_BACKEND_SIZES 256
+
 /* The protocol the backends print (bk_main.c BK_PROTOCOL); version 1 is
  * read too, its points put in version 2's terms (measure_proto.c). */
 #define MEASURE_PROTOCOL 2
