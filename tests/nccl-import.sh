@@ -141,6 +141,17 @@ rows 65540
 [ $? = 2 ] && grep -q 'many.txt:65555: error: more than 65536 points in one run' "$tmp/err" &&
 	[ "$(wc -l <"$tmp/err")" = 1 ] ||
 	{ bad "a run past its most: not refused once at the file's line"; head -c 600 "$tmp/err"; }
+# A device name past its 127 bytes is cut between characters: 70 "é"
+# (140 bytes) were cut at byte 127, inside one, and the header printed
+# and stored was not UTF-8.
+long=$(printf '%070d' 0 | sed 's/0/é/g')
+sed "s/\] NVIDIA H100 80GB HBM3/] $long/" "$ag" >"$tmp/utf8.txt"
+"$llmsim" measure --import "$tmp/utf8.txt" --no-store >"$tmp/out" 2>"$tmp/err" ||
+	{ bad "a UTF-8 device name: not imported"; cat "$tmp/err"; }
+iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1 ||
+	bad "a UTF-8 device name: the table is not UTF-8"
+grep -q "; $(printf '%063d' 0 | sed 's/0/é/g') on node-a" "$tmp/out" ||
+	bad "a UTF-8 device name: not its first 63 characters: $(sed -n 2p "$tmp/out")"
 # 8 ranks over 3 hosts (6, 1, 1): stored as 3 nodes x 3 with a warning
 # (it was 3 nodes x 8, which validate laid out as one node of 8).
 sed -e 's/on    node-a device  3/on    node-b device  3/' \

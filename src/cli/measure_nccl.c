@@ -35,6 +35,7 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 #define MAX_TOK 24
 #define MAX_HOSTS 4096
@@ -224,8 +225,11 @@ static void rank_line(struct run *r, const char *line)
 		name++;
 		while (*name == ' ')
 			name++;
+		/* cut to the buffer between characters (a byte cut could
+		 * end inside one: the stored device was not UTF-8) */
 		snprintf(r->device, sizeof(r->device), "%.*s",
-			 (int)strcspn(name, "\r\n"), name);
+			 (int)utf8_fit(name, strcspn(name, "\r\n"),
+				       sizeof(r->device) - 1), name);
 		json_safe(r->device);
 	}
 }
@@ -243,7 +247,8 @@ static void version_line(struct run *r, const char *line)
 	if (p && !r->version[0]) {
 		p += 13;
 		snprintf(r->version, sizeof(r->version), "%.*s",
-			 (int)strcspn(p, " \t\r\n"), p);
+			 (int)utf8_fit(p, strcspn(p, " \t\r\n"),
+				       sizeof(r->version) - 1), p);
 		json_safe(r->version);
 		snprintf(r->lib, sizeof(r->lib), "%s", q == p - 13 ? "RCCL" :
 			 "NCCL");
