@@ -152,6 +152,17 @@ iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1 ||
 	bad "a UTF-8 device name: the table is not UTF-8"
 grep -q "; $(printf '%063d' 0 | sed 's/0/é/g') on node-a" "$tmp/out" ||
 	bad "a UTF-8 device name: not its first 63 characters: $(sed -n 2p "$tmp/out")"
+# So is a Rank line past 511 bytes: its host name ("a" and 300 "é") was
+# cut inside a character at byte 511. (The hosts of one Rank line: the
+# other lines are dropped, one rank.) rccl-tests' version line names it.
+sed -e "s/on    node-a device/on    a$(printf '%0300d' 0 | sed 's/0/é/g') device/" \
+	-e '8,14d' -e 's/^# nccl-tests version/# rccl-tests version/' "$ag" >"$tmp/host.txt"
+"$llmsim" measure --import "$tmp/host.txt" --no-store >"$tmp/out" 2>"$tmp/err" ||
+	{ bad "a UTF-8 host name: not imported"; cat "$tmp/err"; }
+iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1 ||
+	bad "a UTF-8 host name: the table is not UTF-8"
+grep -q "rccl-tests 2.17.1;" "$tmp/out" ||
+	bad "rccl-tests version line: $(sed -n 2p "$tmp/out" | head -c 100)"
 # 8 ranks over 3 hosts (6, 1, 1): stored as 3 nodes x 3 with a warning
 # (it was 3 nodes x 8, which validate laid out as one node of 8).
 sed -e 's/on    node-a device  3/on    node-b device  3/' \

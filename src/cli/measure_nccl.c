@@ -205,7 +205,10 @@ static void rank_line(struct run *r, const char *line)
 	const char *name = strchr(line, ']');
 	int n, i, h;
 
-	snprintf(buf, sizeof(buf), "%s", line);
+	/* a longer line is cut between characters (its host name cut
+	 * inside one was stored, not UTF-8) */
+	snprintf(buf, sizeof(buf), "%.*s", (int)utf8_fit(line, strlen(line),
+							 sizeof(buf) - 1), line);
 	n = split(buf, tok);
 	for (i = 0; i + 1 < n; i++)
 		if (strcmp(tok[i], "on") == 0)
@@ -255,10 +258,12 @@ static void version_line(struct run *r, const char *line)
 	}
 	if ((p = strstr(line, "-tests version ")) && !r->tests[0]) {
 		/* "# nccl-tests version 2.17.1 nccl-headers=... " */
-		const char *who = p >= line + 4 ? p - 4 : "nccl";
+		const char *who = p >= line + 4 && !strncmp(p - 4, "rccl", 4) ?
+				  "rccl" : "nccl";
 
 		snprintf(r->tests, sizeof(r->tests), "%.4s-tests %.*s", who,
-			 (int)strcspn(p + 15, " \t\r\n"), p + 15);
+			 (int)utf8_fit(p + 15, strcspn(p + 15, " \t\r\n"),
+				       sizeof(r->tests) - 11), p + 15);
 		json_safe(r->tests);
 	}
 	if ((p = strstr(line, "nccl-library=")) && !r->version[0]) {

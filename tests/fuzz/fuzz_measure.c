@@ -14,7 +14,8 @@
  * keeps is one the store can take (op, dtype and a known check; size and
  * count finite and >= 0; 0 < fastest <= median <= slowest, finite; ranks
  * and iters >= 1), a run's --json points are as many as its points, the
- * totals add up, and a converted stream's lines cite lines of the file.
+ * totals add up, a converted stream's lines cite lines of the file, and
+ * from UTF-8 input every text a run keeps is UTF-8.
  * The printers (table, CSV) and the error text run over every run.
  */
 #include <cjson/cJSON.h>
@@ -77,6 +78,60 @@ static void check_run(const struct measure_log *m, FILE *sink)
 	measure_print_csv(sink, m, 1);
 	measure_run_error(m, err, sizeof(err));
 	(void)measure_run_incomplete(m);
+}
+
+/* Whether s[0..n) is UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, at most U+10FFFF). */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t i = 0, k, len;
+	unsigned long c;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		len = s[i] >= 0xF0 ? 4 : s[i] >= 0xE0 ? 3 :
+		      s[i] >= 0xC0 ? 2 : 0;
+		if (!len || s[i] > 0xF4 || i + len > n)
+			return 0;
+		c = s[i] & (0x7F >> len);
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xC0) != 0x80)
+				return 0;
+			c = c << 6 | (s[i + k] & 0x3F);
+		}
+		if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) ||
+		    (len == 4 && c < 0x10000) || c > 0x10FFFF ||
+		    (c >= 0xD800 && c <= 0xDFFF))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+static int text_ok(const char *s)
+{
+	return !s || utf8_ok((const unsigned char *)s, strlen(s));
+}
+
+/* UTF-8 in, UTF-8 stored: every text of every run (the converter cuts
+ * names to its buffers; a cut inside a character was not UTF-8). */
+static void check_text(const struct measure_log *m)
+{
+	const struct store_meas_info *i = &m->info;
+	uint32_t k;
+
+	FUZZ_CHECK(text_ok(i->backend) && text_ok(i->host) &&
+		   text_ok(i->device) && text_ok(i->library) &&
+		   text_ok(i->library_version) && text_ok(i->library_path) &&
+		   text_ok(i->runtime), "a hello's text is not UTF-8: "
+		   "device '%s', host '%s'", i->device ? i->device : "",
+		   i->host ? i->host : "");
+	for (k = 0; k < m->npts; k++)
+		FUZZ_CHECK(text_ok(m->pts[k].op) && text_ok(m->pts[k].type),
+			   "point %u: op or dtype not UTF-8", k);
 }
 
 /* Every line of f into s. The count of lines. */
@@ -142,6 +197,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(s.n >= 1, "no run");
 	for (i = 0; i < s.n; i++) {
 		check_run(s.runs[i], sink);
+		if (utf8_ok(data + 1, size - 1))
+			check_text(s.runs[i]);
 		total += s.runs[i]->npts;
 	}
 	FUZZ_CHECK(measure_stream_points(&s) == total,
