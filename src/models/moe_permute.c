@@ -303,7 +303,8 @@ void moe_act_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
 	double R = m->rows, f = m->ffn / m->etp, u = 2 * f;
 	struct layer_op *op;
 
-	if (!d->moe_probs_act || !d->gated || d->eager_act || !(R > 0))
+	if (!d->moe_probs_act || !d->gated || d->eager_act ||
+	    !d->moe.probs_grad_kernel || !(R > 0))
 		return;
 	op = lop_memop(o, "expert_act_probs_bwd", PASS_BWD,
 		       R * (u + f) * d->act_B, R * m->probs_B,

@@ -194,7 +194,9 @@ Test(moe, flex_combine_runs_no_unpermute_and_fused_permute_no_sort)
  * An fp32 router: write 8192 x 4 = 32768 B. No such kernel without the
  * framework key, for a non-gated MLP (a squared ReLU's two results run
  * over the same R f elements: one kernel), nor for the eager activation
- * (PyTorch ops, not the fused function).
+ * (PyTorch ops, not the fused function), nor where the framework computes
+ * that gradient inside the activation's kernel (glu_probs_grad_kernel
+ * false: Transformer Engine's op-fuser grouped MLP).
  */
 Test(moe, weighted_glu_backward_reduces_the_probabilities_apart)
 {
@@ -206,6 +208,7 @@ Test(moe, weighted_glu_backward_reduces_the_probabilities_apart)
 	moe_case_ep(&m, &e, "test-alltoall", 1);
 	m.f.model.gated_mlp = 1;
 	m.f.fw.moe_probs_in_activation = 1;
+	m.f.fw.elementwise.glu_probs_grad_kernel = 1;
 	moe_case_fwd(&m);
 	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));	/* bwd */
 	moe_case_bwd(&m);
@@ -242,6 +245,12 @@ Test(moe, weighted_glu_backward_reduces_the_probabilities_apart)
 	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
 
 	m.f.model.gated_mlp = 1;
+	m.f.fw.elementwise.glu_probs_grad_kernel = 0;	/* TE's op fuser */
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+
+	m.f.fw.elementwise.glu_probs_grad_kernel = 1;
 	m.f.fw.moe_probs_in_activation = 0;
 	moe_case_fwd(&m);
 	moe_case_bwd(&m);
