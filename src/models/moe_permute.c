@@ -280,7 +280,7 @@ void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
  * (or weighted_bias_quick_geglu_impl), whose backward,
  * weighted_swiglu_back, returns the input's gradient, cat(dy p act'(g)
  * x, dy p act(g)) over [R, u], and the probabilities' gradient,
- * sum(act(g) x dy, -1) over [R, f] (NVIDIA/Megatron-LM @ d98e8a64dd
+ * sum(act(g) x dy, -1) over [R, f] (NVIDIA/Megatron-LM @ 2a75ac12c
  * megatron/core/fusions/fused_bias_swiglu.py and fused_bias_geglu.py,
  * WeightedSwiGLUFunction; experts.py bias_act_func; the Megatron-Bridge
  * Qwen3 MoE recipes set bias_activation_fusion, recipes/qwen/h100/
@@ -293,10 +293,13 @@ void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
  * input (R u B) and the output's gradient (R f B) again and writes R
  * probabilities (probs_B) [?: the fusion rule is Inductor's
  * (SIMDScheduling.can_fuse), not a profile of this function]. A squared
- * ReLU's (non-gated: both over R f) fuse into one kernel, and a 16-bit
- * pass without probabilities in the activation (Megatron-Core < 0.13:
- * moe_unpermute_probs) has no such kernel. expert_act_bwd (the input's
- * gradient) stays as lop_act_bwd costs it. */
+ * ReLU's (non-gated: both over R f) fuse into one kernel; without the
+ * probabilities in the activation (Megatron-Core < 0.13 weights the rows
+ * at the unpermute: moe_unpermute_probs) there is no such kernel; and
+ * framework glu_probs_grad_kernel false says the function does not run
+ * (Transformer Engine's op-fuser grouped MLP, whose FC2 dgrad kernel
+ * writes the probabilities' gradient, ops/fused/grouped_mlp.py).
+ * expert_act_bwd (the input's gradient) stays as lop_act_bwd costs it. */
 void moe_act_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
