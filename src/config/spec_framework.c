@@ -145,6 +145,15 @@ static const struct schema_field elementwise_fields[] = {
 		  "(forward and its recomputation) copies its linear offset "
 		  "to the device with a blocking copy, so the host waits for "
 		  "the stream before it issues the activation" },
+	{ .key = "glu_probs_grad_kernel", .type = ST_BOOL,
+	  .offset = EOFF(glu_probs_grad_kernel), .def = "false",
+	  .help = "a gated MoE activation weighted by the routing "
+		  "probabilities (moe_probs_in_activation; Megatron-Core's "
+		  "weighted_bias_swiglu_impl under torch.compile): its backward "
+		  "sums the probabilities' gradient in a second kernel that "
+		  "reads the activation's input and the output gradient again "
+		  "(false: inside the activation's backward kernel, as TE's "
+		  "op-fuser grouped MLP)" },
 	{ .key = "fused_rope_mscale", .type = ST_BOOL,
 	  .offset = EOFF(fused_rope_mscale), .def = "true",
 	  .help = "the fused rotary kernel scales cos and sin by YaRN's "

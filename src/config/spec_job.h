@@ -285,6 +285,9 @@ struct elementwise_spec {
 	int glu_offset_sync;		/* that GLU's linear offset made a device
 					 * tensor each call: a blocking copy, the
 					 * host waits for the stream */
+	int glu_probs_grad_kernel;	/* a GLU weighted by the routing
+					 * probabilities reduces their gradient
+					 * in a kernel of its own */
 	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's
 					 * attention factor (else the rope runs as
 					 * PyTorch ops when that factor is not 1) */
