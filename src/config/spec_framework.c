@@ -45,6 +45,13 @@ static const struct schema_field opt_step_fields[] = {
 		  "torch.optim.Adam's default _multi_tensor_adam, 7 "
 		  "multi_tensor_apply passes (lerp, mul, addcmul, sqrt, div, "
 		  "add, addcdiv; SGD as fused)" },
+	{ .key = "decoupled_decay", .type = ST_BOOL,
+	  .offset = SOFF(decoupled_decay), .def = "false",
+	  .help = "foreach update with AdamW's decoupled weight decay "
+		  "(weight_decay != 0): _foreach_mul_ of the parameters by "
+		  "1 - lr wd, one more multi_tensor_apply pass (read and write "
+		  "the stepped parameters); the fused and eager updates "
+		  "include it" },
 	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
 	  .def = "false",
 	  .help = "with master weights, copy them to the 16-bit model weights "
@@ -138,6 +145,15 @@ static const struct schema_field elementwise_fields[] = {
 		  "(forward and its recomputation) copies its linear offset "
 		  "to the device with a blocking copy, so the host waits for "
 		  "the stream before it issues the activation" },
+	{ .key = "glu_probs_grad_kernel", .type = ST_BOOL,
+	  .offset = EOFF(glu_probs_grad_kernel), .def = "false",
+	  .help = "a gated MoE activation weighted by the routing "
+		  "probabilities (moe_probs_in_activation; Megatron-Core's "
+		  "weighted_bias_swiglu_impl under torch.compile): its backward "
+		  "sums the probabilities' gradient in a second kernel that "
+		  "reads the activation's input and the output gradient again "
+		  "(false: inside the activation's backward kernel, as TE's "
+		  "op-fuser grouped MLP)" },
 	{ .key = "fused_rope_mscale", .type = ST_BOOL,
 	  .offset = EOFF(fused_rope_mscale), .def = "true",
 	  .help = "the fused rotary kernel scales cos and sin by YaRN's "
@@ -417,6 +433,21 @@ static const struct schema_field framework_fields[] = {
 		  "the end of the forward every unit of the rank is held "
 		  "unsharded; with fsdp_pp_no_sync they stay through the "
 		  "schedule run)" },
+	{ .key = "fsdp_root_unit", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_root_unit), .def = "false",
+	  .help = "ZeRO-3 with pp 1: the embedding and the head (final norm, "
+		  "output layer) are one FSDP unit, the root's "
+		  "fully_shard(model): gathered together before the "
+		  "embedding's forward, kept gathered through the forward and "
+		  "the head's backward (FSDP2 never reshards the root after "
+		  "forward), reduce-scattered together after the embedding's "
+		  "backward" },
+	{ .key = "fsdp_last_layer_held", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_last_layer_held), .def = "false",
+	  .help = "ZeRO-3 with pp 1 and fsdp_reshard_after_forward: the last "
+		  "decoder layer's unit keeps its parameters gathered from its "
+		  "forward to its backward (reshard_after_forward False for "
+		  "it alone), so its backward gathers nothing" },
 	{ .key = "cp_torch_sdpa", .type = ST_BOOL,
 	  .offset = FOFF(cp_torch_sdpa), .def = "false",
 	  .help = "context parallelism as PyTorch's context_parallel runs "
@@ -711,6 +742,27 @@ static int per_token_loss_check(const struct framework_spec *f,
 	return -1;
 }
 
+/* optimizer_step.decoupled_decay is the foreach update's own pass: the
+ * fused kernel (torch._fused_adamw_, apex / TE FusedAdam adam_w_mode) and
+ * the eager loop (param.mul_) decay inside their update, so with them
+ * the key would count nothing. Reported at the key. -1 after an error. */
+static int decoupled_decay_check(const struct framework_spec *f,
+				 const struct schema_at *at, struct diag *d)
+{
+	const struct cnode *o = at->map ? cnode_get(at->map, "optimizer_step") :
+				NULL;
+	const struct cnode *v = o ? cnode_get(o, "decoupled_decay") : NULL;
+
+	if (!f->optimizer_step.decoupled_decay ||
+	    f->optimizer_step.update == OPT_UPDATE_FOREACH)
+		return 0;
+	cnode_error(d, v ? v : o ? o : at->map, "'%s%soptimizer_step."
+		    "decoupled_decay' needs update foreach (the fused and eager "
+		    "updates decay the parameters inside their own pass)",
+		    at->path ? at->path : "", at->path ? "." : "");
+	return -1;
+}
+
 static int framework_check(void *obj, const struct schema_at *at,
 			   struct diag *d)
 {
@@ -720,7 +772,8 @@ static int framework_check(void *obj, const struct schema_at *at,
 	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
 			       NULL;
 
-	if (per_token_loss_check(f, at, d) != 0)
+	if (per_token_loss_check(f, at, d) != 0 ||
+	    decoupled_decay_check(f, at, d) != 0)
 		return -1;
 	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;
