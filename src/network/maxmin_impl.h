@@ -39,6 +39,15 @@ struct centry {
 	double coef;		/* a_ij, a copy */
 };
 
+/* Per variable, dense: what fix() reads of it, so that the filling's
+ * fixes (each variable once, in the order its constraints saturate) do
+ * not load the variable's record, a line of its own. Set by
+ * mm_var_add(); a copy of the record's elems and nelems. */
+struct vref {
+	const struct elem *elems;
+	uint32_t nelems;
+};
+
 struct var {
 	struct elem *elems;	/* owned; nelems of them, room for capelems
 				 * (kept with a free slot for its next
@@ -69,7 +78,9 @@ struct cons {
 	double left_Bps;	/* C_i - F_i while solving */
 	double usage;		/* U_i while solving */
 	uint32_t nfree;		/* unfixed variables while solving */
-	uint32_t pad;
+	uint32_t nfrac;		/* entries of its list whose coefficient
+				 * is not 1 (none: the list's coefficients
+				 * sum to n exactly, in any order) */
 };
 
 #define CONS_ALIGN 64		/* B, a cache line */
@@ -98,6 +109,9 @@ struct mm {
 	 * its own, read once per solve where they are set): */
 	uint32_t *vmark;	/* epoch of the last walk that reached it */
 	uint8_t *vfixed;	/* fixed in the filling under way */
+	struct vref *vref;	/* a live variable's elements (fix()) */
+	double *vnew;		/* B/s, its rate in the filling under
+				 * way (new_Bps once it is done) */
 	uint32_t nvars, capvars, live;
 	mm_id free_var;
 	struct cons *cons;	/* aligned to CONS_ALIGN in cons_mem */
