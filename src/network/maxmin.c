@@ -358,12 +358,12 @@ static int reach_cons(struct mm *m, mm_id c)
 
 static int reach_var(struct mm *m, mm_id v)
 {
-	struct var *x = &m->vars[v];
+	const struct vref *x = &m->vref[v];
 	const struct elem *el;
 	const struct cons *cons;
 	const uint32_t *busy;
 	uint32_t *cmark, epoch = m->epoch, n, i, nc;
-	double most;
+	double most = -1;	/* B/s; < 0: not read yet */
 	mm_id *cc;
 	int prune;
 
@@ -389,7 +389,6 @@ static int reach_var(struct mm *m, mm_id v)
 	prune = m->prune;
 	cc = m->cc.v;
 	nc = m->cc.n;
-	most = x->alone_Bps * SPARE_MARGIN;
 	for (i = 0; i < n; i++) {
 		mm_id c = el[i].cons;
 
@@ -402,9 +401,14 @@ static int reach_var(struct mm *m, mm_id v)
 		 * them its own.) The dense counts and marks (busy is the
 		 * list's length here: removals are unlinked) spare the
 		 * walk the constraint's line, read once in fill_start(). */
-		if (prune && busy[c] == 1 &&
-		    cons[c].cap_Bps / el[i].coef > most)
-			continue;
+		if (prune && busy[c] == 1) {
+			/* its rate alone from its record, read only here
+			 * (where every link is shared, never) */
+			if (most < 0)
+				most = m->vars[v].alone_Bps * SPARE_MARGIN;
+			if (cons[c].cap_Bps / el[i].coef > most)
+				continue;
+		}
 		/* reach_cons(), inline */
 		if (cmark[c] == epoch)
 			continue;
@@ -417,7 +421,7 @@ static int reach_var(struct mm *m, mm_id v)
 	/* fill_start()'s reset of the variable, done while its record is
 	 * at hand (it is read again only when the variable is fixed) */
 	m->vfixed[v] = 0;
-	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
+	if ((x->flags & VREF_BOUND) && mm_vec_push(&m->cb, v) != 0)
 		return -1;
 	return 0;
 }
@@ -450,13 +454,13 @@ static int collect(struct mm *m)
 		    reach_cons(m, m->dirty.v[i]) != 0)
 			return -1;
 	for (i = 0; i < m->fresh.n; i++) {
-		/* records and element arrays ahead (saturate()) */
+		/* vrefs and element arrays ahead (saturate()) */
 		if (i + SAT_AHEAD < m->fresh.n)
-			__builtin_prefetch(&m->vars[m->fresh.v[i + SAT_AHEAD]]);
+			__builtin_prefetch(&m->vref[m->fresh.v[i + SAT_AHEAD]]);
 		if (i + SAT_AHEAD / 2 < m->fresh.n)
 			__builtin_prefetch(
-				m->vars[m->fresh.v[i + SAT_AHEAD / 2]].elems);
-		if (m->vars[m->fresh.v[i]].live &&
+				m->vref[m->fresh.v[i + SAT_AHEAD / 2]].elems);
+		if ((m->vref[m->fresh.v[i]].flags & VREF_LIVE) &&
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
 	}

@@ -231,7 +231,7 @@ static mm_id var_slot(struct mm *m)
 	m->vars[m->nvars] = (struct var){ .elems = NULL };
 	m->vmark[m->nvars] = 0;
 	m->vfixed[m->nvars] = 0;
-	m->vref[m->nvars] = (struct vref){ NULL, 0 };
+	m->vref[m->nvars] = (struct vref){ .elems = NULL };
 	m->vnew[m->nvars] = 0;
 	return m->nvars++;
 }
@@ -247,6 +247,7 @@ static void var_release(struct mm *m, mm_id v)
 			   .next_free = m->free_var };
 	m->vmark[v] = 0;
 	m->vfixed[v] = 0;
+	m->vref[v].flags = 0;
 	m->free_var = v;
 }
 
@@ -341,7 +342,8 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	x->pending = PEND_NEW;
 	if (var_link(m, v, cons, coef, n) != 0)
 		goto fail;
-	m->vref[v] = (struct vref){ x->elems, n };
+	m->vref[v] = (struct vref){ x->elems, n,
+				    VREF_LIVE | (bound_Bps > 0 ? VREF_BOUND : 0) };
 	m->live++;
 	return v;
 fail:
@@ -446,6 +448,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 				(void)mark_dirty(m, c);
 		}
 		x->live = 0;
+		m->vref[v].flags = 0;
 		m->live--;
 		return;
 	}

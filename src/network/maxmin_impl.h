@@ -39,13 +39,19 @@ struct centry {
 	double coef;		/* a_ij, a copy */
 };
 
-/* Per variable, dense: what fix() reads of it, so that the filling's
- * fixes (each variable once, in the order its constraints saturate) do
- * not load the variable's record, a line of its own. Set by
- * mm_var_add(); a copy of the record's elems and nelems. */
+#define VREF_LIVE 1u	/* vref.flags: the record's live */
+#define VREF_BOUND 2u	/* vref.flags: bound_Bps > 0 */
+
+/* Per variable, dense: what collect() and fix() read of it, so that
+ * they do not load the variable's record, a line of its own, read or
+ * written again only where the solve ends (mm_solve()) and where a
+ * constraint's test needs its rate alone or bound. A copy of the
+ * record's elems and nelems and of whether it is live and bounded; set
+ * by mm_var_add(), flags cleared with live. */
 struct vref {
 	const struct elem *elems;
 	uint32_t nelems;
+	uint32_t flags;		/* VREF_LIVE | VREF_BOUND */
 };
 
 struct var {
