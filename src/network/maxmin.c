@@ -358,12 +358,12 @@ static int reach_cons(struct mm *m, mm_id c)
 
 static int reach_var(struct mm *m, mm_id v)
 {
-	struct var *x = &m->vars[v];
+	const struct vref *x = &m->vref[v];
 	const struct elem *el;
 	const struct cons *cons;
 	const uint32_t *busy;
 	uint32_t *cmark, epoch = m->epoch, n, i, nc;
-	double most;
+	double most = -1;	/* B/s; < 0: not read yet */
 	mm_id *cc;
 	int prune;
 
@@ -389,7 +389,6 @@ static int reach_var(struct mm *m, mm_id v)
 	prune = m->prune;
 	cc = m->cc.v;
 	nc = m->cc.n;
-	most = x->alone_Bps * SPARE_MARGIN;
 	for (i = 0; i < n; i++) {
 		mm_id c = el[i].cons;
 
@@ -402,9 +401,14 @@ static int reach_var(struct mm *m, mm_id v)
 		 * them its own.) The dense counts and marks (busy is the
 		 * list's length here: removals are unlinked) spare the
 		 * walk the constraint's line, read once in fill_start(). */
-		if (prune && busy[c] == 1 &&
-		    cons[c].cap_Bps / el[i].coef > most)
-			continue;
+		if (prune && busy[c] == 1) {
+			/* its rate alone from its record, read only here
+			 * (where every link is shared, never) */
+			if (most < 0)
+				most = m->vars[v].alone_Bps * SPARE_MARGIN;
+			if (cons[c].cap_Bps / el[i].coef > most)
+				continue;
+		}
 		/* reach_cons(), inline */
 		if (cmark[c] == epoch)
 			continue;
@@ -417,8 +421,7 @@ static int reach_var(struct mm *m, mm_id v)
 	/* fill_start()'s reset of the variable, done while its record is
 	 * at hand (it is read again only when the variable is fixed) */
 	m->vfixed[v] = 0;
-	x->new_Bps = 0;
-	if (x->bound_Bps > 0 && mm_vec_push(&m->cb, v) != 0)
+	if ((x->flags & VREF_BOUND) && mm_vec_push(&m->cb, v) != 0)
 		return -1;
 	return 0;
 }
@@ -451,13 +454,13 @@ static int collect(struct mm *m)
 		    reach_cons(m, m->dirty.v[i]) != 0)
 			return -1;
 	for (i = 0; i < m->fresh.n; i++) {
-		/* records and element arrays ahead (saturate()) */
+		/* vrefs and element arrays ahead (saturate()) */
 		if (i + SAT_AHEAD < m->fresh.n)
-			__builtin_prefetch(&m->vars[m->fresh.v[i + SAT_AHEAD]]);
+			__builtin_prefetch(&m->vref[m->fresh.v[i + SAT_AHEAD]]);
 		if (i + SAT_AHEAD / 2 < m->fresh.n)
 			__builtin_prefetch(
-				m->vars[m->fresh.v[i + SAT_AHEAD / 2]].elems);
-		if (m->vars[m->fresh.v[i]].live &&
+				m->vref[m->fresh.v[i + SAT_AHEAD / 2]].elems);
+		if ((m->vref[m->fresh.v[i]].flags & VREF_LIVE) &&
 		    reach_var(m, m->fresh.v[i]) != 0)
 			return -1;
 	}
@@ -486,16 +489,18 @@ static int collect(struct mm *m)
 
 /* ---- progressive filling ---- */
 
+/* Fix variable v at rate. Its record is not read (the dense vref and
+ * vnew): mm_solve() copies the rate into it once the filling is done. */
 static void fix(struct mm *m, mm_id v, double rate)
 {
-	struct var *x = &m->vars[v];
+	const struct vref x = m->vref[v];
 	uint32_t i;
 
 	m->vfixed[v] = 1;
-	x->new_Bps = rate;
+	m->vnew[v] = rate;
 	m->unfixed--;
-	for (i = 0; i < x->nelems; i++) {
-		const struct elem *e = &x->elems[i];
+	for (i = 0; i < x.nelems; i++) {
+		const struct elem *e = &x.elems[i];
 		struct cons *c = &m->cons[e->cons];
 
 		c->left_Bps -= e->coef * rate;
@@ -535,9 +540,14 @@ static int fill_start(struct mm *m)
 		/* constraints and their lists ahead (saturate()) */
 		if (i + SAT_AHEAD < m->cc.n)
 			__builtin_prefetch(&m->cons[m->cc.v[i + SAT_AHEAD]]);
-		if (i + SAT_AHEAD / 2 < m->cc.n)
-			__builtin_prefetch(
-				m->cons[m->cc.v[i + SAT_AHEAD / 2]].list);
+		if (i + SAT_AHEAD / 2 < m->cc.n) {
+			const struct cons *a =
+				&m->cons[m->cc.v[i + SAT_AHEAD / 2]];
+
+			/* only a list the walk below reads */
+			if (prune || a->nfrac)
+				__builtin_prefetch(a->list);
+		}
 		double most = 0;	/* B/s, the largest rate alone */
 		double usage = 0;
 		const struct centry *l = c->list;
@@ -554,6 +564,11 @@ static int fill_start(struct mm *m)
 				if (alone > most)
 					most = alone;
 			}
+		} else if (c->nfrac == 0) {
+			/* every coefficient 1: the walk's sum is nl, and
+			 * the list is not read (saturate() reads it if
+			 * the constraint is taken) */
+			usage = nl;
 		} else {
 			for (k = 0; k < nl; k++)
 				usage += l[k].coef;
@@ -656,13 +671,13 @@ static void saturate(struct mm *m, mm_id ci, double lvl)
 			nt += !m->vfixed[l[j].var];
 		}
 		for (j = 0; j < nt && j < SAT_AHEAD; j++)
-			__builtin_prefetch(&m->vars[todo[j]]);
+			__builtin_prefetch(&m->vref[todo[j]]);
 		for (j = 0; j < nt; j++) {
 			if (j + SAT_AHEAD < nt)
-				__builtin_prefetch(&m->vars[todo[j + SAT_AHEAD]]);
+				__builtin_prefetch(&m->vref[todo[j + SAT_AHEAD]]);
 			if (j + SAT_AHEAD / 2 < nt)
 				__builtin_prefetch(
-					m->vars[todo[j + SAT_AHEAD / 2]].elems);
+					m->vref[todo[j + SAT_AHEAD / 2]].elems);
 			if (!m->vfixed[todo[j]])
 				fix(m, todo[j], lvl);
 		}
@@ -749,6 +764,10 @@ long mm_solve(struct mm *m, mm_change_fn fn, void *arg)
 		struct var *x = &m->vars[m->cv.v[i]];
 
 		x->pending = 0;
+		/* fix()'s rate; 0 for one left unfixed (never, as every
+		 * variable has a bound or a constraint in the queue, but the
+		 * reset was 0) */
+		x->new_Bps = m->vfixed[m->cv.v[i]] ? m->vnew[m->cv.v[i]] : 0;
 		if (!mm_changed(x->rate_Bps, x->new_Bps))
 			continue;
 		if (fn)

@@ -51,6 +51,8 @@ void mm_free(struct mm *m)
 	mem_free(m->vars_mem);
 	mem_free(m->vmark);
 	mem_free(m->vfixed);
+	mem_free(m->vref);
+	mem_free(m->vnew);
 	mem_free(m->cons_mem);
 	mem_free(m->busy);
 	mem_free(m->cmark);
@@ -167,6 +169,7 @@ static inline struct cons *cons_unlink(struct mm *m, const struct elem *e)
 	uint32_t n = c->n - 1;
 
 	c->n = n;
+	c->nfrac -= e->coef != 1;
 	m->busy[e->cons] = n;
 	if (e->pos != n) {
 		struct centry last = c->list[n];
@@ -194,6 +197,8 @@ static mm_id var_slot(struct mm *m)
 		struct var *nv;
 		uint32_t *nm;
 		uint8_t *nf;
+		struct vref *nr;
+		double *nn;
 
 		if (!mem)
 			return MM_NONE;
@@ -213,11 +218,21 @@ static mm_id var_slot(struct mm *m)
 		if (!nf)
 			return MM_NONE;
 		m->vfixed = nf;
+		nr = mem_realloc(m->vref, (size_t)ncap * sizeof(*nr));
+		if (!nr)
+			return MM_NONE;
+		m->vref = nr;
+		nn = mem_realloc(m->vnew, (size_t)ncap * sizeof(*nn));
+		if (!nn)
+			return MM_NONE;
+		m->vnew = nn;
 		m->capvars = ncap;
 	}
 	m->vars[m->nvars] = (struct var){ .elems = NULL };
 	m->vmark[m->nvars] = 0;
 	m->vfixed[m->nvars] = 0;
+	m->vref[m->nvars] = (struct vref){ .elems = NULL };
+	m->vnew[m->nvars] = 0;
 	return m->nvars++;
 }
 
@@ -232,6 +247,7 @@ static void var_release(struct mm *m, mm_id v)
 			   .next_free = m->free_var };
 	m->vmark[v] = 0;
 	m->vfixed[v] = 0;
+	m->vref[v].flags = 0;
 	m->free_var = v;
 }
 
@@ -290,6 +306,7 @@ static int var_link(struct mm *m, mm_id v, const mm_id *cons,
 		el[i] = (struct elem){ ci, k, a };
 		c->list[k] = (struct centry){ v, i, a };
 		c->n = k + 1;
+		c->nfrac += a != 1;
 		busy[ci] = k + 1;
 	}
 	x->alone_Bps = alone_Bps;
@@ -325,6 +342,8 @@ mm_id mm_var_add(struct mm *m, const mm_id *cons, const double *coef,
 	x->pending = PEND_NEW;
 	if (var_link(m, v, cons, coef, n) != 0)
 		goto fail;
+	m->vref[v] = (struct vref){ x->elems, n,
+				    VREF_LIVE | (bound_Bps > 0 ? VREF_BOUND : 0) };
 	m->live++;
 	return v;
 fail:
@@ -382,12 +401,14 @@ void mm_unlink_dying(struct mm *m)
 				/* busy is already what n will be: no
 				 * survivor, all that is left goes */
 				c->n = 0;
+				c->nfrac = 0;
 				cdying[ci] = 0;
 				cleared++;
 				continue;
 			}
 			/* cons_unlink(), but busy already has its end value */
 			n = --c->n;
+			c->nfrac -= e->coef != 1;
 			if (e->pos != n) {
 				struct centry last = c->list[n];
 
@@ -427,6 +448,7 @@ void mm_var_remove(struct mm *m, mm_id v)
 				(void)mark_dirty(m, c);
 		}
 		x->live = 0;
+		m->vref[v].flags = 0;
 		m->live--;
 		return;
 	}

@@ -39,6 +39,21 @@ struct centry {
 	double coef;		/* a_ij, a copy */
 };
 
+#define VREF_LIVE 1u	/* vref.flags: the record's live */
+#define VREF_BOUND 2u	/* vref.flags: bound_Bps > 0 */
+
+/* Per variable, dense: what collect() and fix() read of it, so that
+ * they do not load the variable's record, a line of its own, read or
+ * written again only where the solve ends (mm_solve()) and where a
+ * constraint's test needs its rate alone or bound. A copy of the
+ * record's elems and nelems and of whether it is live and bounded; set
+ * by mm_var_add(), flags cleared with live. */
+struct vref {
+	const struct elem *elems;
+	uint32_t nelems;
+	uint32_t flags;		/* VREF_LIVE | VREF_BOUND */
+};
+
 struct var {
 	struct elem *elems;	/* owned; nelems of them, room for capelems
 				 * (kept with a free slot for its next
@@ -69,7 +84,9 @@ struct cons {
 	double left_Bps;	/* C_i - F_i while solving */
 	double usage;		/* U_i while solving */
 	uint32_t nfree;		/* unfixed variables while solving */
-	uint32_t pad;
+	uint32_t nfrac;		/* entries of its list whose coefficient
+				 * is not 1 (none: the list's coefficients
+				 * sum to n exactly, in any order) */
 };
 
 #define CONS_ALIGN 64		/* B, a cache line */
@@ -98,6 +115,9 @@ struct mm {
 	 * its own, read once per solve where they are set): */
 	uint32_t *vmark;	/* epoch of the last walk that reached it */
 	uint8_t *vfixed;	/* fixed in the filling under way */
+	struct vref *vref;	/* a live variable's elements (fix()) */
+	double *vnew;		/* B/s, its rate in the filling under
+				 * way (new_Bps once it is done) */
 	uint32_t nvars, capvars, live;
 	mm_id free_var;
 	struct cons *cons;	/* aligned to CONS_ALIGN in cons_mem */

@@ -189,3 +189,61 @@ Test(net_mm, a_freed_slot_keeps_its_elements_for_the_next_variable)
 	cr_assert_eq(mm_vars(m), 2);
 	mm_free(m);
 }
+
+/*
+ * A link's usage (the sum of its variables' coefficients) where not
+ * every coefficient is 1, through removals batched (local settling off),
+ * one by one (batching off) and of a whole list at once. fill_start()
+ * takes a list's length as its usage where every coefficient is 1 (its
+ * count cons.nfrac of the others is 0): a count not kept through one of
+ * these paths gives the wrong level. One link of 12 B/s, at level L:
+ *   a (coef 2), b, c (coef 1):   2L + L + L = 12     -> L = 3;
+ *   a removed (batched):         L + L = 12          -> b = c = 6;
+ *   d (coef 0.5) added:          0.5L + 2L = 12      -> L = 4.8;
+ *   d removed (one by one), e (coef 3) added: 3L + 2L = 12 -> L = 2.4;
+ *   b removed (one by one):      3L + L = 12         -> L = 3;
+ *   c, e removed (batched: the list cleared at once), f and g (coef 1):
+ *                                2L = 12             -> L = 6.
+ * (A rate is the level: every variable here is fixed at it.)
+ */
+Test(net_mm, usage_follows_coefficients_through_every_removal)
+{
+	struct mm *m = mm_new();
+	mm_id l = mm_cons_add(m, 12), a, b, c, d, e, f, g;
+	double two = 2, half = 0.5, three = 3;
+
+	mm_set_local(m, 0);
+	a = mm_var_add(m, &l, &two, 1, 0, NULL);
+	b = var1(m, l, 0);
+	c = var1(m, l, 0);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, a), 3.0, EPS);
+	cr_assert_float_eq(mm_rate(m, b), 3.0, EPS);
+	mm_var_remove(m, a);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, b), 6.0, EPS);
+	cr_assert_float_eq(mm_rate(m, c), 6.0, EPS);
+	d = mm_var_add(m, &l, &half, 1, 0, NULL);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, d), 4.8, EPS);
+	cr_assert_float_eq(mm_rate(m, b), 4.8, EPS);
+	mm_set_batch(m, 0);
+	mm_var_remove(m, d);
+	e = mm_var_add(m, &l, &three, 1, 0, NULL);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, e), 2.4, EPS);
+	cr_assert_float_eq(mm_rate(m, c), 2.4, EPS);
+	mm_var_remove(m, b);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, e), 3.0, EPS);
+	cr_assert_float_eq(mm_rate(m, c), 3.0, EPS);
+	mm_set_batch(m, 1);
+	mm_var_remove(m, c);
+	mm_var_remove(m, e);
+	f = var1(m, l, 0);
+	g = var1(m, l, 0);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, f), 6.0, EPS);
+	cr_assert_float_eq(mm_rate(m, g), 6.0, EPS);
+	mm_free(m);
+}
