@@ -712,7 +712,7 @@ static const struct schema_field net_peer_fields[] = {
 	  .values = net_halve_names, .def = "none",
 	  .help = "how the channels shrink with the ranks: ranks (halved "
 		  "while channels x ranks > 4 x the p2p channels, NCCL "
-		  "2.21-2.28), batches (rounded up to a power of two, then "
+		  "2.20-2.28), batches (rounded up to a power of two, then "
 		  "halved while channels x ceil(ranks / batch) > the p2p "
 		  "channels, NCCL 2.29+), none" },
 	{ .key = "batch", .type = ST_INT, .offset = NPOFF(batch),

@@ -119,7 +119,7 @@ static double pow2_up(double v)
  * library's net_peer; NVIDIA/nccl src/graph/paths.cc): a network peer
  * gets `channels` (NCCL_NCHANNELS_PER_NET_PEER's default 2), or from
  * 2.29 max(NICs, ceil(NIC GB/s / NCCL_P2P_PER_CHANNEL_NET_BW 14))
- * (ncclTopoGetNchannels); 2.21-2.28 halve the 2 while 2 x ranks > 4 x
+ * (ncclTopoGetNchannels); 2.20-2.28 halve the 2 while 2 x ranks > 4 x
  * the communicator's channels, then take at least the GPU's NICs
  * (ncclTopoGetNchannels), 2.29+ round up to a power of two and halve
  * while channels x ceil(ranks / 8) > its p2p channels

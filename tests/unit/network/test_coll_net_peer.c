@@ -8,7 +8,7 @@
  * those channels, each sending at the GPU's p2p_channel_send. On dgx-h100
  * (one 400 Gb/s NIC a GPU, 16 ring channels across nodes: kernel_units
  * scale_out):
- *   NCCL 2.21-2.28 (nccl-2.28): 2 channels, halved while 2 x ranks > 4 x
+ *   NCCL 2.20-2.28 (nccl-2.28): 2 channels, halved while 2 x ranks > 4 x
  *     16: 2 up to 32 ranks, 1 from 33;
  *   NCCL 2.29+ (nccl): max(1 NIC, ceil(50 / 14)) = 4, halved while
  *     4 x ceil(ranks / 8) > 16: 4 up to 32 ranks, 2 at 64, 1 at 128.
