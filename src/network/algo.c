@@ -197,7 +197,8 @@ static double net_send_bound(const struct algo_ctx *x, uint32_t i, double V,
 		for (b = 0; b < nb; b++)
 			acc[b] = 0;
 		for (a = 0; a < m; a++) {
-			/* the peer's local delta from i's place */
+			/* the peer's local delta from i's place (a node
+			 * of fewer ranks: i's place modulo its size) */
 			uint32_t d = (a + m - pos % m) % m;
 
 			if (mem[a] != i)
