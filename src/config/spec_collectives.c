@@ -690,6 +690,47 @@ static const struct schema group_schema = {
 	.nfields = SCHEMA_COUNT(group_fields),
 };
 
+static const char *const net_halve_names[] = {"none", "ranks", "batches",
+					       NULL};
+
+#define NPOFF(m) offsetof(struct coll_net_peer_spec, m)
+
+static const struct schema_field net_peer_fields[] = {
+	{ .key = "channels", .type = ST_INT, .offset = NPOFF(channels),
+	  .def = "0", .min = 0, .max = 64,
+	  .help = "p2p channels a send to a rank on another node starts from "
+		  "(NCCL_NCHANNELS_PER_NET_PEER's default), at least the "
+		  "GPU's NICs; 0 with channel_bandwidth 0: not modelled" },
+	{ .key = "channel_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = NPOFF(channel_Bps), .def = "0 B/s",
+	  .min = RATE_FLOOR_Bps, .max = 1e14, .flags = SF_ZERO_OFF,
+	  .help = "the rate the library counts one p2p channel to carry "
+		  "over the network (NCCL_P2P_PER_CHANNEL_NET_BW): a peer on "
+		  "another node gets max(the GPU's NICs, ceil(their bandwidth "
+		  "/ this)) channels; 0 = channels" },
+	{ .key = "halve", .type = ST_ENUM, .offset = NPOFF(halve),
+	  .values = net_halve_names, .def = "none",
+	  .help = "how the channels shrink with the ranks: ranks (halved "
+		  "while channels x ranks > 4 x the p2p channels, NCCL "
+		  "2.20-2.28), batches (rounded up to a power of two, then "
+		  "halved while channels x ceil(ranks / batch) > the p2p "
+		  "channels, NCCL 2.29+), none" },
+	{ .key = "batch", .type = ST_INT, .offset = NPOFF(batch),
+	  .def = "8", .min = 1, .max = 1024,
+	  .help = "peers of one node that share a channel group "
+		  "(NCCL_MAX_DEV_WORK_P2P_PER_BATCH); also the batch of "
+		  "halve: batches" },
+};
+
+static const struct schema net_peer_schema = {
+	.kind = "collectives.net_peer",
+	.help = "the p2p channels a send to another node takes and how one "
+		"node's peers share them",
+	.size = sizeof(struct coll_net_peer_spec),
+	.fields = net_peer_fields,
+	.nfields = SCHEMA_COUNT(net_peer_fields),
+};
+
 #define OFF(m) offsetof(struct coll_lib_spec, m)
 
 static const struct schema_field lib_fields[] = {
@@ -738,6 +779,11 @@ static const struct schema_field lib_fields[] = {
 	  .sub = &group_schema, .flags = SF_OPTIONAL,
 	  .help = "how a group of collectives launched as one "
 		  "(ncclGroupStart/End) is laid over the channels" },
+	{ .key = "net_peer", .type = ST_SECTION, .offset = OFF(net_peer),
+	  .sub = &net_peer_schema, .flags = SF_OPTIONAL,
+	  .help = "p2p across nodes: the channels a send to a rank on "
+		  "another node takes and how that node's peers share them; "
+		  "each channel sends at most the GPU's p2p_channel_send" },
 	{ .key = "protocol_ranges", .type = ST_SECTION, .offset = OFF(ranges),
 	  .sub = &ranges_schema, .flags = SF_OPTIONAL,
 	  .help = "sizes at which the library forces LL / LL128 on groups "

@@ -224,6 +224,22 @@ struct coll_group_spec {
 	struct coll_proto_ratios traffic;	/* traffic per byte by protocol (>= 1) */
 };
 
+/* The p2p channels a send to a rank on another node (scale-up domain)
+ * takes, and how one node's peers share them (NCCL src/graph/paths.cc
+ * ncclTopoGetNchannels / ncclTopoComputeP2pChannels, src/include/
+ * channel.h ncclP2pChannelBaseForRound; src/network/algo.c net_send_bound).
+ * channels 0 and channel_Bps 0: not modelled. */
+enum { NET_HALVE_NONE, NET_HALVE_RANKS, NET_HALVE_BATCHES };
+struct coll_net_peer_spec {
+	int64_t channels;		/* a network peer's channels before halving
+					 * (NCCL_NCHANNELS_PER_NET_PEER's default) */
+	double channel_Bps;		/* B/s a channel is counted to carry: a peer
+					 * then gets max(NICs, ceil(NIC B/s / this));
+					 * 0 = channels */
+	int halve;			/* NET_HALVE_*: how the channels shrink with ranks */
+	int64_t batch;			/* peers of one node a channel group holds */
+};
+
 struct coll_lib_spec {
 	const char *name;				/* preset name */
 	int pxn;					/* forward cross-rail sends through the scale-up peer on the receiver's rail */
@@ -242,6 +258,7 @@ struct coll_lib_spec {
 	struct coll_units_spec kernel_units;		/* compute units held while running */
 	struct coll_proto_ranges ranges[COLL_OP_COUNT];	/* forced protocols across nodes */
 	struct coll_group_spec group;			/* grouped collectives' schedule */
+	struct coll_net_peer_spec net_peer;		/* p2p channels across nodes */
 };
 
 /* The factor (select_size_pct / 100) the library's choice puts on

@@ -104,6 +104,115 @@ static void p2p_pipe(struct algo_ctx *x)
 		x->pipe.peer_copy_s_per_B = 1 / ring->chain_channel_Bps;
 }
 
+/* The least power of two >= v (v >= 1). */
+static double pow2_up(double v)
+{
+	double q = 1;
+
+	while (q < v)
+		q *= 2;
+	return q;
+}
+
+/*
+ * NCCL's p2p channels for a send to a rank on another node (the
+ * library's net_peer; NVIDIA/nccl src/graph/paths.cc): a network peer
+ * gets `channels` (NCCL_NCHANNELS_PER_NET_PEER's default 2), or from
+ * 2.29 max(NICs, ceil(NIC GB/s / NCCL_P2P_PER_CHANNEL_NET_BW 14))
+ * (ncclTopoGetNchannels); 2.20-2.28 halve the 2 while 2 x ranks > 4 x
+ * the communicator's channels, then take at least the GPU's NICs
+ * (ncclTopoGetNchannels), 2.29+ round up to a power of two and halve
+ * while channels x ceil(ranks / 8) > its p2p channels
+ * (ncclTopoComputeP2pChannels: "fit all the peers within a single
+ * round"). The communicator's channels are its rings' (kernel_units
+ * scale_out: 16 on 8-GPU nodes with a NIC each), rounded up to a power
+ * of two for p2p. 0 where not modelled.
+ */
+static double net_peer_chans(const struct algo_ctx *x)
+{
+	const struct coll_net_peer_spec *np = &x->lib->net_peer;
+	const struct topo *t = x->t;
+	double P = x->g.p, K0, K, c, nics = 1, B = 0;
+	int64_t so = x->lib->kernel_units.scale_out;
+
+	if (!(np->channels > 0) && !(np->channel_Bps > 0))
+		return 0;
+	K0 = (double)(so > 0 ? so : x->lib->max_channels);
+	if (!(K0 >= 1))
+		return 0;
+	K = pow2_up(K0);
+	if (t->gpus_per_node > 0 && t->nics_per_node >= t->gpus_per_node)
+		nics = floor((double)t->nics_per_node / t->gpus_per_node);
+	if (t->nic_up && t->nics_per_node > 0)
+		B = nics * t->links[t->nic_up[0]].cap_Bps;
+	c = (double)np->channels;
+	if (np->channel_Bps > 0 && B > 0)
+		c = ceil(B / np->channel_Bps * (1 - 1e-12));
+	if (np->halve == NET_HALVE_RANKS)
+		while (c * P > 4 * K0 && c > 1)
+			c /= 2;
+	if (c < nics)
+		c = nics;
+	c = pow2_up(c);
+	if (np->halve == NET_HALVE_BATCHES && np->batch > 0)
+		while (c * ceil(P / (double)np->batch) > K && c > 1)
+			c /= 2;
+	return c < K ? c : K;
+}
+
+/*
+ * The rate bound of source i's flow in an all-to-all across nodes (B/s of
+ * its line bytes; 0 = none): NCCL runs every round of one node delta on
+ * the same channels (src/include/channel.h ncclP2pChannelBaseForRound:
+ * base = the node delta x ceil(local ranks / 8) + local delta / 8, a
+ * send's parts on base + part, enqueue.cc), so a node's peers, 8 at a
+ * time (NCCL_MAX_DEV_WORK_P2P_PER_BATCH), share c channels, and one
+ * channel's send warps copy what they send at the GPU's channel send
+ * rate r_s (p2p_channel_send; with PXN, the default, a remote send is
+ * an NVLink write into the rail GPU's buffer, the same copy as a send
+ * within the node). The busiest group's bytes G over c channels take
+ * G / (c r_s): the flow of V line-inflated bytes runs at most V c r_s /
+ * G. A send under c x 128 KiB takes fewer channels (enqueue.cc
+ * addP2pToPlan): not counted here (the bound is the large sends').
+ */
+static double net_send_bound(const struct algo_ctx *x, uint32_t i, double V,
+			     double c, double *acc)
+{
+	const struct group *g = &x->g;
+	double rs = x->t->p2p_channel_send_Bps, G = 0;
+	uint32_t k, m, a, pos = 0, batch, nb, b;
+	const uint32_t *mem;
+
+	if (!(c > 0) || !(rs > 0) || !(V > 0))
+		return 0;
+	batch = x->lib->net_peer.batch > 0 ? (uint32_t)x->lib->net_peer.batch
+					   : 1;
+	mem = group_members(g, g->gnode[i], &m);
+	for (a = 0; a < m; a++)
+		if (mem[a] == i)
+			pos = a;
+	for (k = 0; k < g->nnodes; k++) {
+		mem = group_members(g, k, &m);
+		nb = (m + batch - 1) / batch;
+		for (b = 0; b < nb; b++)
+			acc[b] = 0;
+		for (a = 0; a < m; a++) {
+			/* the peer's local delta from i's place (a node
+			 * of fewer ranks: i's place modulo its size) */
+			uint32_t d = (a + m - pos % m) % m;
+
+			if (mem[a] != i)
+				acc[d / batch] += algo_a2a_bytes(x, i, mem[a]);
+		}
+		for (b = 0; b < nb; b++)
+			if (acc[b] > G)
+				G = acc[b];
+	}
+	if (!(G > 0))
+		return 0;
+	return V * x->inflate * c * rs / G;
+}
+
 /* A one-phase direct or p2p plan's latency: the base and one step. NCCL's
  * p2p kernel runs at the GPU's own fixed cost where it has one
  * (p2p_launch, fitted per GPU generation: configs/gpus), in place of the
@@ -126,7 +235,7 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 {
 	const struct coll_desc *c = x->c;
 	uint32_t P = x->g.p, i, j, G = c->group > 1 ? c->group : 1;
-	double n = c->bytes, share = n / P;
+	double n = c->bytes, share = n / P, cn = 0, *acc = NULL;
 
 	if (c->op == COLL_ALLREDUCE) {	/* reduce-scatter, then all-gather */
 		/* MSCCL's all-pairs programs receive the shards into a
@@ -143,9 +252,17 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 	}
 	algo_phase(x, p);
 	/* Across nodes the p2p chunk is the network's and the proxy drives
-	 * the steps: not modelled (no pipeline). */
+	 * the steps: not modelled (no pipeline); a node's peers share their
+	 * channels' send rate (net_send_bound, Simple: LL sends are small) */
 	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes == 1)
 		p2p_pipe(x);
+	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes > 1 &&
+	    x->proto == PROTO_SIMPLE && !x->select_view &&
+	    x->t->p2p_channel_send_Bps > 0 && (cn = net_peer_chans(x)) > 0) {
+		acc = mem_alloc((x->g.ppn_max + 1) * sizeof(*acc));
+		if (!acc)
+			return -1;
+	}
 	for (i = 0; i < P; i++) {
 		double V = 0;
 
@@ -165,7 +282,10 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 		}
 		if (V <= 0)
 			continue;
-		algo_flow(x, p, V);
+		if (acc)
+			algo_flow_bound(x, p, V, net_send_bound(x, i, V, cn, acc));
+		else
+			algo_flow(x, p, V);
 		for (j = 0; j < P; j++) {
 			double coef = 1;
 
@@ -178,6 +298,7 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 				algo_p2p(x, p, i, j, coef);
 		}
 	}
+	mem_free(acc);
 	algo_close_phase_lat(x, p, direct_lat);
 	return 0;
 }

@@ -116,6 +116,10 @@ void algo_close_phase_lat(struct algo_ctx *x, struct plan *p,
 			  double (*lat)(const struct algo_ctx *));
 /* Open a flow moving user_B user bytes per unit coefficient. */
 void algo_flow(struct algo_ctx *x, struct plan *p, double user_B);
+/* The same with a rate bound of its own (B/s of line bytes; 0 = none) as
+ * well as the kernels' floor (t_min_s). */
+void algo_flow_bound(struct algo_ctx *x, struct plan *p, double user_B,
+		     double bound_Bps);
 /* Add the path from rank a to rank b to the current flow, leaving and
  * entering nodes through the given rails. */
 void algo_seg(struct algo_ctx *x, struct plan *p, uint32_t a, uint32_t b,

@@ -84,9 +84,17 @@ void algo_pipe(struct algo_ctx *x, struct pipe_shape sh, uint32_t fallback)
 
 void algo_flow(struct algo_ctx *x, struct plan *p, double user_B)
 {
-	double vol = user_B * x->inflate;
+	algo_flow_bound(x, p, user_B, 0);
+}
 
-	plan_flow(p, vol, x->t_min_s > 0 ? vol / x->t_min_s : 0);
+void algo_flow_bound(struct algo_ctx *x, struct plan *p, double user_B,
+		     double bound_Bps)
+{
+	double vol = user_B * x->inflate, b = bound_Bps > 0 ? bound_Bps : 0;
+
+	if (x->t_min_s > 0 && (!(b > 0) || vol / x->t_min_s < b))
+		b = vol / x->t_min_s;
+	plan_flow(p, vol, b);
 }
 
 void algo_route(struct algo_ctx *x, struct plan *p, const struct route *r,
