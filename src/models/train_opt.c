@@ -20,6 +20,14 @@
  *                 (r s, w s), div_ and add_ (each r s, w s), addcdiv_(p,
  *                 m, sqrt) (r M + 2 s, w M): read M + 8 s + 2 G, write
  *                 M + 6 s, 7 passes
+ *   decoupled_decay  before them, with the foreach update: AdamW's
+ *                 decoupled weight decay (weight_decay != 0),
+ *                 torch._foreach_mul_(device_params, 1 - lr *
+ *                 weight_decay) (torch/optim/adam.py _multi_tensor_adam
+ *                 with decoupled_weight_decay, adamw.py
+ *                 _multi_tensor_adamw before torch 2.6): read M, write M,
+ *                 an 8th pass (the fused kernel and the eager loop
+ *                 already count it)
  *   copy_params   with master weights: read M, write W
  * and streaming kernels (gpu_memory_op)
  *   update eager  Composer's DecoupledAdamW loop, per element: p *= 1 -
@@ -129,6 +137,8 @@ double train_optimizer_s(const struct job_spec *j, const struct layer_dims *d,
 		sum += 2 * mt_pass(g, p, st + G, st, 2) +	/* lerp, addcmul */
 		       4 * mt_pass(g, p, st, st, 1) +	/* mul, sqrt, div, add */
 		       mt_pass(g, p, M + 2 * st, M, 2);	/* addcdiv */
+		if (o->decoupled_decay)	/* p *= 1 - lr wd */
+			sum += mt_pass(g, p, M, M, 1);
 	} else {
 		sum += mt_pass(g, p, G + M + S, M + S, upd);
 	}

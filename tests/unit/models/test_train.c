@@ -394,6 +394,12 @@ Test(train, optimizer_step_passes)
 	f.fw.optimizer_step.update = OPT_UPDATE_FOREACH;
 	t = optimizer_time(&f);
 	cr_assert_float_eq(t, 72 * P / (bw * 0.5), t * 1e-6);
+	/* torch.optim.AdamW's (weight_decay != 0) decoupled decay before
+	 * them, _foreach_mul_(params, 1 - lr wd): an 8th pass reading and
+	 * writing the fp32 master M (4 + 4 = 8 B): 80 P / 1.474e12. */
+	f.fw.optimizer_step.decoupled_decay = 1;
+	t = optimizer_time(&f);
+	cr_assert_float_eq(t, 80 * P / (bw * 0.5), t * 1e-6);
 }
 
 Test(train, zero_grad_clears_the_whole_buffer_below_zero3)
