@@ -100,7 +100,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 # The fuzz harnesses (tests/fuzz, make fuzz below); make test replays their
 # kept corpus through these.
-FUZZ_TARGETS ?= config units model_json
+FUZZ_TARGETS ?= config units model_json measure sweep
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/replay_%)
 
 LIB := $(BUILD)/libllmsim.a
@@ -295,6 +295,10 @@ FORCE:
 #   units       the unit parser and formatter: parse -> format -> parse
 #               identity, for text and for raw doubles
 #   model_json  Hugging Face config.json models: YAML and JSON round trips
+#   measure     measure --import's readers: the backends' JSON lines and
+#               nccl-tests text; every point kept is one the store takes
+#   sweep       sweep files: load, every point's axis values, overrides and
+#               job (loaded from the base with them), for up to 16 points
 # Each runs FUZZ_SECONDS in turn, one at a time, over build/fuzz/corpus-NAME,
 # seeded from tests/fuzz/corpus/NAME (kept in git) and, for config, the
 # bad-input corpus and the fixture presets. Every sanitizer report is
@@ -305,15 +309,23 @@ FORCE:
 FUZZ_SECONDS ?= 120
 FUZZ_CC ?= clang
 FUZZ_SRC := $(wildcard src/config/*.c src/base/*.c)
+# what a harness reads beyond the config loader (the measure readers call
+# store_meas_from_v1; a sweep file names the planner's objectives)
+FUZZ_SRC_measure := src/cli/measure_proto.c src/cli/measure_nccl.c \
+	src/cli/measure_print.c $(wildcard src/store/*.c)
+FUZZ_SRC_sweep := src/sweep/sweep_file.c src/sweep/sweep_point.c \
+	src/plan/plan_layout.c src/gpu/gpu.c
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE -Isrc
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/scratch.c $(FUZZ_SRC)
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/scratch.c $(FUZZ_SRC) \
+		$$(FUZZ_SRC_$$*)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) $(PKG_CFLAGS) $< tests/fuzz/scratch.c \
-		$(FUZZ_SRC) -o $@ $(PKG_LIBS)
+		$(FUZZ_SRC) $(FUZZ_SRC_$*) -o $@ $(PKG_LIBS)
 
 # Seeds of the config harness beyond its kept corpus: the first byte says
 # what the rest is (tests/fuzz/fuzz_config.c). The shipped GPU presets
@@ -334,6 +346,16 @@ fuzz-seeds:
 		{ printf '\002'; sed -e '/^ *#/d' -e 's/  *#.*//' "$$f"; } \
 			> $$c/gp-$${f##*/}; done; \
 	printf '\003system.nodes=4\nparallelism={tp: 4, pp: 2}\n' > $$c/s-sets
+	@c=$(BUILD)/fuzz/corpus-measure; [ -d $$c ] || exit 0; \
+	for f in tests/measure/*.jsonl; do \
+		{ printf '\000'; head -c 4000 "$$f"; } > $$c/j-$${f##*/}; done; \
+	for f in tests/measure/*.txt; do \
+		{ printf '\001'; head -c 4000 "$$f"; } > $$c/t-$${f##*/}; \
+		{ printf '\003'; head -c 4000 "$$f"; } > $$c/o-$${f##*/}; done
+	@c=$(BUILD)/fuzz/corpus-sweep; [ -d $$c ] || exit 0; \
+	for f in tests/sweeps/*.yaml workloads/sweeps/*.yaml; do \
+		[ -f "$$f" ] && sed -e '/^ *#/d' -e 's/  *#.*//' "$$f" \
+			> $$c/s-$${f##*/}; done; true
 
 fuzz: $(FUZZ_BIN) fuzz-seeds
 	@for t in $(FUZZ_TARGETS); do \

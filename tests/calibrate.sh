@@ -220,6 +220,14 @@ status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 # An empty list or item is refused: strtok skipped them, so --run , fitted
 # every run in the database and --params , named no parameter.
 status 2 "--run ," calibrate --db "$tmp/all.db" --run ,
+# 65 run ids: the limit said (it said "expected run ids", of good ids);
+# an id past a long long (strtoll saturated it to a run id) refused.
+status 2 "--run of 65" calibrate --db "$tmp/all.db" --run "$(seq -s, 1 65)"
+grep -q -- "--run: at most 64 runs (without --run every" "$tmp/err" ||
+	{ bad "--run of 65: message"; cat "$tmp/err"; }
+status 2 "--run 2^64" calibrate --db "$tmp/all.db" --run 18446744073709551616
+grep -q -- "--run: expected run ids" "$tmp/err" ||
+	{ bad "--run 2^64: message"; cat "$tmp/err"; }
 status 2 "--params ," calibrate --db "$tmp/all.db" --params ,
 status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
 status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency

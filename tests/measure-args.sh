@@ -11,7 +11,10 @@
 #     67108864 both; --max 1K: 1024 both); --min 0 is refused (2).
 #  2. mpi and gemm: refused before mpirun starts (2; the backend never
 #     runs).
-#  3. A backend that fails with no error line: named with its status
+#  3. More sizes than a backend run walks (256: 427 from 1 B to 1 GiB by
+#     1.05) are refused before it starts (2; it measured 256, then
+#     refused); 31 (by 2) run.
+#  4. A backend that fails with no error line: named with its status
 #     (a silent exit 3 passed without a word); one with an error line:
 #     its message, not the no-line one.
 set -u
@@ -67,6 +70,14 @@ status 2 "--min 0" "got '0' (it must be at least 1)" --backend cuda --op allredu
 status 2 "mpi gemm" "the mpi backend does not run gemm" --backend mpi --op gemm \
 	--launcher "$tmp/bk/llmsim-backend-mpi"
 [ -e "$tmp/args" ] && bad "mpi gemm: the backend ran"
+# More sizes than a backend run walks (256): refused before it starts (it
+# measured 256 sizes, then refused the 257th): 1 B to 1 GiB by 1.05 is
+# 1 + floor(ln(2^30) / ln(1.05)) = 427 sizes; by 2 it is 31, which run.
+status 2 "427 sizes" "is more than 256 sizes, a backend run's most" \
+	--backend cuda --op allreduce --min 1 --max 1G --step-factor 1.05
+[ -e "$tmp/args" ] && bad "427 sizes: the backend ran"
+status 3 "31 sizes" "exited with status 3" \
+	--backend cuda --op allreduce --min 1 --max 1G --step-factor 2
 status 3 "silent backend" "exited with status 3 and no error line" \
 	--backend cuda --op allreduce --min 1K --max 1K
 FAKE_ERROR="no CUDA device" status 3 "backend with an error line" \

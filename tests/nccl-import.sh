@@ -121,15 +121,48 @@ for r in 's/^\(        4096 *\)128 /\1 -5 /' 's/^        4096 /40960000000000000
 	[ $? = 2 ] && grep -q 'row.txt:21: error: an nccl-tests row whose size, count' "$tmp/err" ||
 		{ bad "a row that does not read ($r): not refused at its line"; cat "$tmp/err"; }
 done
-# An error of the converted stream cites the file's line, not the
-# stream's: a run of 257 rows (one more than a run holds) at the 257th
-# row's line, 18 + 257 (it said no line; the stream's would be 258).
-{ sed -n 1,18p "$ag"
-  awk 'BEGIN { for (i = 1; i <= 257; i++) printf "%12d %13d     float    none      -1    10.40    0.10    0.09      0    10.21    0.10    0.09      0\n", i * 1024, i * 32 }'
-} >"$tmp/many.txt"
+# A run grows past the 256 points of before (a run of 257 rows was
+# refused whole): 257 rows are one run of 257. An error of the converted
+# stream cites the file's line, not the stream's: a run of 65540 rows (4
+# more than a run holds) is refused at the 65537th row's line, 18 +
+# 65537, once (each row past the most said it again: 65281 lines for
+# this -i run of 65536 + 257).
+rows() {
+	{ sed -n 1,18p "$ag"
+	  awk -v n="$1" 'BEGIN { for (i = 1; i <= n; i++) printf "%12d %13d     float    none      -1    10.40    0.10    0.09      0    10.21    0.10    0.09      0\n", i * 1024, i * 32 }'
+	} >"$tmp/many.txt"
+}
+rows 257
+"$llmsim" measure --import "$tmp/many.txt" --no-store --json >"$tmp/out" 2>"$tmp/err" &&
+	[ "$(grep -c '"type":.*"point"' "$tmp/out")" = 257 ] ||
+	{ bad "a run of 257 rows: not 257 points"; head -c 600 "$tmp/err"; }
+rows 65540
 "$llmsim" measure --import "$tmp/many.txt" --no-store >/dev/null 2>"$tmp/err"
-[ $? = 2 ] && grep -q 'many.txt:275: error: more than 256 points in one run' "$tmp/err" ||
-	{ bad "a converted run's error: not at the file's line"; cat "$tmp/err"; }
+[ $? = 2 ] && grep -q 'many.txt:65555: error: more than 65536 points in one run' "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" = 1 ] ||
+	{ bad "a run past its most: not refused once at the file's line"; head -c 600 "$tmp/err"; }
+# A device name past its 127 bytes is cut between characters: 70 "é"
+# (140 bytes) were cut at byte 127, inside one, and the header printed
+# and stored was not UTF-8.
+long=$(printf '%070d' 0 | sed 's/0/é/g')
+sed "s/\] NVIDIA H100 80GB HBM3/] $long/" "$ag" >"$tmp/utf8.txt"
+"$llmsim" measure --import "$tmp/utf8.txt" --no-store >"$tmp/out" 2>"$tmp/err" ||
+	{ bad "a UTF-8 device name: not imported"; cat "$tmp/err"; }
+iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1 ||
+	bad "a UTF-8 device name: the table is not UTF-8"
+grep -q "; $(printf '%063d' 0 | sed 's/0/é/g') on node-a" "$tmp/out" ||
+	bad "a UTF-8 device name: not its first 63 characters: $(sed -n 2p "$tmp/out")"
+# So is a Rank line past 511 bytes: its host name ("a" and 300 "é") was
+# cut inside a character at byte 511. (The hosts of one Rank line: the
+# other lines are dropped, one rank.) rccl-tests' version line names it.
+sed -e "s/on    node-a device/on    a$(printf '%0300d' 0 | sed 's/0/é/g') device/" \
+	-e '8,14d' -e 's/^# nccl-tests version/# rccl-tests version/' "$ag" >"$tmp/host.txt"
+"$llmsim" measure --import "$tmp/host.txt" --no-store >"$tmp/out" 2>"$tmp/err" ||
+	{ bad "a UTF-8 host name: not imported"; cat "$tmp/err"; }
+iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1 ||
+	bad "a UTF-8 host name: the table is not UTF-8"
+grep -q "rccl-tests 2.17.1;" "$tmp/out" ||
+	bad "rccl-tests version line: $(sed -n 2p "$tmp/out" | head -c 100)"
 # 8 ranks over 3 hosts (6, 1, 1): stored as 3 nodes x 3 with a warning
 # (it was 3 nodes x 8, which validate laid out as one node of 8).
 sed -e 's/on    node-a device  3/on    node-b device  3/' \

@@ -114,4 +114,21 @@ grep -q "^KV cache (the rest of the peak): $kv GB (peak " "$tmp/r.html" ||
 	bad "jobs: no KV cache segment of $kv GB for the decode job"
 [ "$(grep -c '^KV cache (the rest of the peak)' "$tmp/r.html")" = 1 ] ||
 	bad "jobs: $(grep -c '^KV cache (the rest of the peak)' "$tmp/r.html") KV cache segments, expected 1 (the training job has none)"
+
+# Row labels past 52 characters are cut between characters: of the
+# two names of two-byte characters below, one was cut inside an "é" by
+# the byte cut at 49, and the page was not UTF-8.
+long=$(printf '%030d' 0 | sed 's/0/é/g')
+for n in "$long" "a$long"; do
+	"$llmsim" run "$job" --set "name=$n" --db "$tmp/u.db" >/dev/null 2>&1 ||
+		bad "run named $n"
+done
+"$llmsim" report --db "$tmp/u.db" -o "$tmp/u.html" 2>"$tmp/err" ||
+	bad "report of UTF-8 names: $(cat "$tmp/err")"
+iconv -f UTF-8 -t UTF-8 "$tmp/u.html" >/dev/null 2>&1 ||
+	bad "report of UTF-8 names: the page is not UTF-8"
+# "a", 30 "é" and ": 8 x h100, tp 2 pp 1 dp 4" are 58 characters: the
+# first 49 and "..."
+grep -q ">a$long: 8 x h100, tp 2 p\.\.\.<" "$tmp/u.html" ||
+	bad "report of UTF-8 names: no row label cut to 49 characters and ..."
 exit $fail

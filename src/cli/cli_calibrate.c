@@ -19,6 +19,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -69,12 +70,21 @@ static int parse_runs(struct copts *o, const char *v)
 				       strlen(v));
 	snprintf(buf, sizeof(buf), "%s", v);
 	for (rest = buf; (t = strsep(&rest, ",")) != NULL;) {
-		long long r = strtoll(t, &end, 10);
+		long long r;
 
-		if (!*t || *end || r < 1 || o->nruns == MAX_RUNS)
+		errno = 0;
+		r = strtoll(t, &end, 10);
+		if (!*t || *end || r < 1 || errno == ERANGE)
 			return cli_usage_error("calibrate", "--run: expected run "
 					       "ids such as '3' or '3,4', got "
 					       "'%s'", v);
+		/* the ids were fine: say the limit (it said they were
+		 * not ids) */
+		if (o->nruns == MAX_RUNS)
+			return cli_usage_error("calibrate", "--run: at most %d "
+					       "runs (without --run every "
+					       "measure run of the database is "
+					       "fitted)", MAX_RUNS);
 		o->runs[o->nruns++] = r;
 	}
 	return CLI_OK;

@@ -247,6 +247,26 @@ static void default_sizes(struct mopts *o)
 	}
 }
 
+/* The sizes the backend walks from --min to --max by --step-factor
+ * (bk_main.c sweep: the same loop and rounding), counted up to one more
+ * than it takes: it refused the 257th only after measuring 256. A GEMM
+ * of given m, n and k is one. */
+static int sizes_of(const struct mopts *o)
+{
+	double s;
+	int n = 0;
+
+	if (o->m && o->n && o->k && strcmp(o->op, "gemm") == 0)
+		return 1;
+	for (s = o->min_B; s <= o->max_B * (1 + 1e-12) &&
+	     n <= MEASURE_BACKEND_SIZES; s *= o->factor) {
+		n++;
+		if (o->factor <= 1)
+			break;
+	}
+	return n;
+}
+
 static int parse(struct mopts *o, int argc, char **argv)
 {
 	static const char *const valued[] = {
@@ -282,6 +302,13 @@ static int parse(struct mopts *o, int argc, char **argv)
 	if (o->factor <= 1 && o->min_B != o->max_B)
 		return cli_usage_error("measure", "%s", "--step-factor must be "
 				       "above 1 to go from --min to --max");
+	if (sizes_of(o) > MEASURE_BACKEND_SIZES)
+		return cli_usage_error("measure", "--min %.0f B to --max %.0f B "
+				       "by --step-factor %g is more than %d "
+				       "sizes, a backend run's most: raise "
+				       "--step-factor or narrow --min / --max",
+				       o->min_B, o->max_B, o->factor,
+				       MEASURE_BACKEND_SIZES);
 	return CLI_OK;
 }
 

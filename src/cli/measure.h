@@ -17,7 +17,17 @@
 struct cJSON;
 struct diag;
 
-#define MEASURE_MAX_POINTS 256
+/* A run's most points: an nccl-tests -i run of 1 MiB steps up to 64 GiB
+ * (65536 rows) is one run; the points (about 1.5 KiB each with their
+ * JSON) then take ~100 MB. A longer run is refused at its line: split it
+ * (rerun nccl-tests over part of the sizes: -b / -e). Was 256, a fixed
+ * array, which refused an -i run of 257 rows whole. */
+#define MEASURE_MAX_POINTS 65536
+
+/* The most sizes one backend run walks (src/backend/bk_main.c
+ * MAX_POINTS): `llmsim measure` refuses a --min / --max / --step-factor
+ * of more before the backend starts. */
+#define MEASURE_BACKEND_SIZES 256
 
 /* The protocol the backends print (bk_main.c BK_PROTOCOL); version 1 is
  * read too, its points put in version 2's terms (measure_proto.c). */
@@ -31,8 +41,10 @@ struct measure_log {
 	int foreign;			/* a hello of another protocol */
 	int protocol;			/* the hello's (MEASURE_PROTOCOL
 					   before one) */
-	struct store_meas_row pts[MEASURE_MAX_POINTS];
-	uint32_t npts;
+	struct store_meas_row *pts;	/* [npts], grown (mem_free'd) */
+	uint32_t npts, cap;
+	int too_many;			/* a point past MEASURE_MAX_POINTS
+					 * came (said at its line, once) */
 	struct cJSON *points;		/* the point lines, as --json prints */
 	int ended;			/* an end line came */
 	int err_status;			/* an error line's status (0: none) */

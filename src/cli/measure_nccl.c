@@ -35,6 +35,7 @@
 
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 #define MAX_TOK 24
 #define MAX_HOSTS 4096
@@ -204,7 +205,10 @@ static void rank_line(struct run *r, const char *line)
 	const char *name = strchr(line, ']');
 	int n, i, h;
 
-	snprintf(buf, sizeof(buf), "%s", line);
+	/* a longer line is cut between characters (its host name cut
+	 * inside one was stored, not UTF-8) */
+	snprintf(buf, sizeof(buf), "%.*s", (int)utf8_fit(line, strlen(line),
+							 sizeof(buf) - 1), line);
 	n = split(buf, tok);
 	for (i = 0; i + 1 < n; i++)
 		if (strcmp(tok[i], "on") == 0)
@@ -224,8 +228,11 @@ static void rank_line(struct run *r, const char *line)
 		name++;
 		while (*name == ' ')
 			name++;
+		/* cut to the buffer between characters (a byte cut could
+		 * end inside one: the stored device was not UTF-8) */
 		snprintf(r->device, sizeof(r->device), "%.*s",
-			 (int)strcspn(name, "\r\n"), name);
+			 (int)utf8_fit(name, strcspn(name, "\r\n"),
+				       sizeof(r->device) - 1), name);
 		json_safe(r->device);
 	}
 }
@@ -243,17 +250,20 @@ static void version_line(struct run *r, const char *line)
 	if (p && !r->version[0]) {
 		p += 13;
 		snprintf(r->version, sizeof(r->version), "%.*s",
-			 (int)strcspn(p, " \t\r\n"), p);
+			 (int)utf8_fit(p, strcspn(p, " \t\r\n"),
+				       sizeof(r->version) - 1), p);
 		json_safe(r->version);
 		snprintf(r->lib, sizeof(r->lib), "%s", q == p - 13 ? "RCCL" :
 			 "NCCL");
 	}
 	if ((p = strstr(line, "-tests version ")) && !r->tests[0]) {
 		/* "# nccl-tests version 2.17.1 nccl-headers=... " */
-		const char *who = p >= line + 4 ? p - 4 : "nccl";
+		const char *who = p >= line + 4 && !strncmp(p - 4, "rccl", 4) ?
+				  "rccl" : "nccl";
 
 		snprintf(r->tests, sizeof(r->tests), "%.4s-tests %.*s", who,
-			 (int)strcspn(p + 15, " \t\r\n"), p + 15);
+			 (int)utf8_fit(p + 15, strcspn(p + 15, " \t\r\n"),
+				       sizeof(r->tests) - 11), p + 15);
 		json_safe(r->tests);
 	}
 	if ((p = strstr(line, "nccl-library=")) && !r->version[0]) {

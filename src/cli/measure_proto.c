@@ -56,6 +56,7 @@ void measure_release(struct measure_log *m)
 		mem_free((char *)m->pts[i].type);
 		mem_free((char *)m->pts[i].check);
 	}
+	mem_free(m->pts);
 	mem_free(m->err_msg);
 	mem_free(m->err_reason);
 	cJSON_Delete(m->points);
@@ -247,10 +248,30 @@ static int point(struct measure_log *m, cJSON *o, const char *where,
 	const char *missing = NULL;
 	double root = num_of(o, "root");
 
+	/* the first point past the most says so; the rest of the run's
+	 * are refused quietly (each said it again, 65281 lines for an -i
+	 * run of 65536 rows) */
 	if (m->npts == MEASURE_MAX_POINTS) {
-		diag_error(d, where, (int)m->lines, 0, "more than %d points "
-			   "in one run", MEASURE_MAX_POINTS);
+		if (!m->too_many)
+			diag_error(d, where, (int)m->lines, 0, "more than %d "
+				   "points in one run: this one and any after "
+				   "it refused (split the run: nccl-tests over "
+				   "part of the sizes, -b / -e)",
+				   MEASURE_MAX_POINTS);
+		m->too_many = 1;
 		return -1;
+	}
+	if (m->npts == m->cap) {
+		uint32_t cap = m->cap ? 2 * m->cap : 64;
+		struct store_meas_row *p = mem_realloc(m->pts,
+						       cap * sizeof(*p));
+
+		if (!p) {
+			diag_oom(d);
+			return -1;
+		}
+		m->pts = p;
+		m->cap = cap;
 	}
 	r = &m->pts[m->npts];
 	memset(r, 0, sizeof(*r));

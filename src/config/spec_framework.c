@@ -145,6 +145,15 @@ static const struct schema_field elementwise_fields[] = {
 		  "(forward and its recomputation) copies its linear offset "
 		  "to the device with a blocking copy, so the host waits for "
 		  "the stream before it issues the activation" },
+	{ .key = "glu_probs_grad_kernel", .type = ST_BOOL,
+	  .offset = EOFF(glu_probs_grad_kernel), .def = "false",
+	  .help = "a gated MoE activation weighted by the routing "
+		  "probabilities (moe_probs_in_activation; Megatron-Core's "
+		  "weighted_bias_swiglu_impl under torch.compile): its backward "
+		  "sums the probabilities' gradient in a second kernel that "
+		  "reads the activation's input and the output gradient again "
+		  "(false: inside the activation's backward kernel, as TE's "
+		  "op-fuser grouped MLP)" },
 	{ .key = "fused_rope_mscale", .type = ST_BOOL,
 	  .offset = EOFF(fused_rope_mscale), .def = "true",
 	  .help = "the fused rotary kernel scales cos and sin by YaRN's "
@@ -424,6 +433,21 @@ static const struct schema_field framework_fields[] = {
 		  "the end of the forward every unit of the rank is held "
 		  "unsharded; with fsdp_pp_no_sync they stay through the "
 		  "schedule run)" },
+	{ .key = "fsdp_root_unit", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_root_unit), .def = "false",
+	  .help = "ZeRO-3 with pp 1: the embedding and the head (final norm, "
+		  "output layer) are one FSDP unit, the root's "
+		  "fully_shard(model): gathered together before the "
+		  "embedding's forward, kept gathered through the forward and "
+		  "the head's backward (FSDP2 never reshards the root after "
+		  "forward), reduce-scattered together after the embedding's "
+		  "backward" },
+	{ .key = "fsdp_last_layer_held", .type = ST_BOOL,
+	  .offset = FOFF(fsdp_last_layer_held), .def = "false",
+	  .help = "ZeRO-3 with pp 1 and fsdp_reshard_after_forward: the last "
+		  "decoder layer's unit keeps its parameters gathered from its "
+		  "forward to its backward (reshard_after_forward False for "
+		  "it alone), so its backward gathers nothing" },
 	{ .key = "cp_torch_sdpa", .type = ST_BOOL,
 	  .offset = FOFF(cp_torch_sdpa), .def = "false",
 	  .help = "context parallelism as PyTorch's context_parallel runs "

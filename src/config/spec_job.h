@@ -285,6 +285,9 @@ struct elementwise_spec {
 	int glu_offset_sync;		/* that GLU's linear offset made a device
 					 * tensor each call: a blocking copy, the
 					 * host waits for the stream */
+	int glu_probs_grad_kernel;	/* a GLU weighted by the routing
+					 * probabilities reduces their gradient
+					 * in a kernel of its own */
 	int fused_rope_mscale;		/* the fused rotary kernel applies YaRN's
 					 * attention factor (else the rope runs as
 					 * PyTorch ops when that factor is not 1) */
@@ -402,6 +405,10 @@ struct framework_spec {
 						 * parameters after its forward (else
 						 * they stay until its backward: every
 						 * unit of the rank at once, footprint.c) */
+	int fsdp_root_unit;			/* ZeRO-3, pp 1: embedding and head are one
+						 * FSDP unit, the root (train_dp.c) */
+	int fsdp_last_layer_held;		/* ZeRO-3, pp 1: the last layer is not
+						 * resharded after its forward */
 	int cp_torch_sdpa;			/* CP as torch.distributed.tensor.
 						 * experimental.context_parallel runs
 						 * SDPA (attn_cp.c torch_cp) */

@@ -68,7 +68,10 @@
  * embedding or the LM head where the rank holds them (V h parameters,
  * more than a layer's ~12 h^2 when V > 12 h; a head's forward is followed
  * by its backward and an embedding's backward by the next forward, so two
- * of them are gathered together), else a layer. A framework that keeps
+ * of them are gathered together), else a layer; on one stage with the
+ * root unit (fsdp_root_unit: embedding and head one unit, gathered from
+ * the step's first forward to the end of its backward) the root beside
+ * that many layers, when more. A framework that keeps
  * a unit gathered from its forward to its backward (FSDP2's
  * reshard_after_forward False: fsdp_reshard_after_forward false), or
  * through a pipeline run (fsdp_pp_no_sync with pp >= 2: no reshard
@@ -671,13 +674,14 @@ double footprint_rank_params(const struct job_spec *j,
 }
 
 /* Parameters (whole model, not / tp) of the largest unit pipeline rank
- * `rank` all-gathers under ZeRO-3: a layer, or the embedding or the LM
- * head where it holds them (V h each, more than a layer's ~12 h^2 when
- * V > 12 h). */
+ * `rank` all-gathers under ZeRO-3: a layer, or (not layers_only) the
+ * embedding or the LM head where it holds them (V h each, more than a
+ * layer's ~12 h^2 when V > 12 h). */
 static double largest_unit_params(const struct job_spec *j,
 				  const struct layer_dims *d,
 				  const int64_t *split, const int64_t *first,
-				  int64_t rank, struct kind_memo *km)
+				  int64_t rank, struct kind_memo *km,
+				  int layers_only)
 {
 	const struct parallel_spec *p = &j->parallelism;
 	double big = 0, a, b;
@@ -688,6 +692,8 @@ static double largest_unit_params(const struct job_spec *j,
 			layer_params_of(km, first[i], &a, &b);
 			big = fmax(big, a + b / (double)p->ep);
 		}
+	if (layers_only)
+		return big;
 	if (rank == 0)
 		big = fmax(big, footprint_unit_params(j, d, UNIT_EMBED, 0));
 	if (holds_head(p, rank))
@@ -881,10 +887,23 @@ static int rank_footprint(const struct job_spec *j,
 	if (j->training.zero_stage >= 3) {
 		double edp = (double)(j->parallelism.edp > 0 ?
 				      j->parallelism.edp : 1);
-		double held = (double)j->framework->fsdp_prefetch_units *
-			      largest_unit_params(j, d, split, first, rank, km) /
-			      d->tp * (w * (double)(j->parallelism.dp *
-						    j->parallelism.cp));
+		double gathered = (double)j->framework->fsdp_prefetch_units *
+				  largest_unit_params(j, d, split, first,
+						      rank, km, 0);
+		double held;
+
+		/* one stage with the root unit (fsdp_root_unit, train_dp.c):
+		 * the embedding and the head stay gathered through the
+		 * forward and the backward, beside the prefetched layers */
+		if (j->framework->fsdp_root_unit && j->parallelism.pp == 1)
+			gathered = fmax(gathered,
+				footprint_unit_params(j, d, UNIT_EMBED, 0) +
+				footprint_unit_params(j, d, UNIT_HEAD, 1) +
+				(double)j->framework->fsdp_prefetch_units *
+				largest_unit_params(j, d, split, first, rank,
+						    km, 1));
+		held = gathered / d->tp * (w * (double)(j->parallelism.dp *
+							j->parallelism.cp));
 		double all = dense * w * (double)(j->parallelism.dp *
 						  j->parallelism.cp) +
 			     (edp > 1 ? experts * we * edp : 0);

@@ -696,18 +696,20 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
  * microbatch (read V/t h (B + G), write V/t h G; megatron/core/
  * distributed/distributed_data_parallel.py _make_backward_post_hook,
  * NVIDIA/Megatron-LM 0e9fcc1d). */
-static void embed_bwd_dense(const struct layer_dims *d, struct layer_ops *o)
+static void embed_bwd_dense(const struct layer_dims *d, struct layer_ops *o,
+			    int mtp)
 {
 	double t = layer_tokens(d), h = d->hidden, n = d->vocab / d->tp * h;
 	struct layer_op *op;
 
-	lop_memop(o, "embed_grad_zero", PASS_BWD, 0, n * d->act_B, 0);
-	op = lop_memop(o, "embed_wgrad", PASS_BWD, t * h * (d->act_B + 4),
-		       t * h * (4 + d->act_B), t * h);
+	lop_memop(o, mtp ? "mtp_embed_grad_zero" : "embed_grad_zero",
+		  PASS_BWD, 0, n * d->act_B, 0);
+	op = lop_memop(o, mtp ? "mtp_embed_wgrad" : "embed_wgrad", PASS_BWD,
+		       t * h * (d->act_B + 4), t * h * (4 + d->act_B), t * h);
 	op->k.launches = EMBED_BWD_KERNELS;
 	op->host_kernels = EMBED_BWD_KERNELS - 1;
-	lop_memop(o, "embed_main_grad_add", PASS_BWD, n * (d->act_B + d->grad_B),
-		  n * d->grad_B, n);
+	lop_memop(o, mtp ? "mtp_embed_main_grad_add" : "embed_main_grad_add",
+		  PASS_BWD, n * (d->act_B + d->grad_B), n * d->grad_B, n);
 }
 
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
@@ -720,7 +722,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 		lop_tpcoll(o, "embed_grad_allgather", PASS_BWD, d,
 			   COLL_ALLGATHER, t * h * d->act_B);
 	if (d->embed_dense) {
-		embed_bwd_dense(d, o);
+		embed_bwd_dense(d, o, 0);
 	} else {
 		/* scatter-add of T rows into the gradient buffer (G bytes
 		 * each) */
@@ -939,6 +941,16 @@ void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 			     "mtp_proj_dgrad", "mtp_proj_grad_tp_reduce",
 			     "mtp_proj_wgrad", d, h / d->tp, 2 * h, d->lowp);
 	lop_norm_bwd_after(o, "mtp_norms_bwd", d, red);
-	lop_memop(o, "mtp_embed_wgrad", PASS_BWD, t * h * (d->act_B + d->grad_B),
-		  t * h * d->grad_B, t * h);
+	/* The module's embedding lookup is Megatron-Core's own
+	 * LanguageModelEmbedding, built on the MTP stage (GPTModel: pre_process
+	 * or mtp_process; the first stage's shared weight on one stage): the
+	 * same F.embedding, so under embedding_grad_dense the same dense
+	 * gradient and main_grad.add_ every microbatch (the DDP hook runs
+	 * after each AccumulateGrad, once per lookup), not T rows. */
+	if (d->embed_dense)
+		embed_bwd_dense(d, o, 1);
+	else
+		lop_memop(o, "mtp_embed_wgrad", PASS_BWD,
+			  t * h * (d->act_B + d->grad_B), t * h * d->grad_B,
+			  t * h);
 }

@@ -125,6 +125,9 @@ struct moe_dims {
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
 	int glu_sync;		/* the host waits for the stream before that
 				 * GLU's activation (glu_offset_sync) */
+	int probs_grad_kernel;	/* a probability-weighted GLU's backward
+				 * sums the probabilities' gradient in a
+				 * kernel of its own (glu_probs_grad_kernel) */
 	int quant_pad;		/* the grouped MLP pads its rows for
 				 * quantization by copies (moe.c) */
 	double stash_B;		/* B per routed row the paged stash copies

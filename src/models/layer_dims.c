@@ -263,6 +263,8 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	 * (weighted_bias_quick_geglu_impl, clamped or not), not the clamp's */
 	e->glu_sync = m->quick_glu == 1 && d->gated &&
 		      j->framework->elementwise.glu_offset_sync == 1;
+	e->probs_grad_kernel =
+		j->framework->elementwise.glu_probs_grad_kernel == 1;
 	/* Megatron-Core TEGroupedMLP pads unaligned expert splits itself
 	 * unless Hybrid-EP's permute (pad_multiple) or the router
 	 * (moe_router_padding_for_quantization) already aligned them */

@@ -896,6 +896,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
 		    "expert_fc2_wgrad", f, h);
 	lop_act_bwd(o, "expert_act_bwd", d, R, u, f);
+	moe_act_probs_bwd(o, d);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);
 	fc1_bias_op(o, "expert_fc1_bias_bwd", PASS_BWD, d);
 	grouped_bwd(o, d, "expert_fc1_grad_cast", "expert_fc1_dgrad",

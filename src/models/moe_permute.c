@@ -274,6 +274,47 @@ void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,
 		  Tk * moe_row_width(d));
 }
 
+/* The routing probabilities' gradient where the experts' activation
+ * applies them (moe_probs_act): Megatron-Core's TEGroupedMLP with
+ * bias_activation_fusion runs a gated GLU as weighted_bias_swiglu_impl
+ * (or weighted_bias_quick_geglu_impl), whose backward,
+ * weighted_swiglu_back, returns the input's gradient, cat(dy p act'(g)
+ * x, dy p act(g)) over [R, u], and the probabilities' gradient,
+ * sum(act(g) x dy, -1) over [R, f] (NVIDIA/Megatron-LM @ 2a75ac12c
+ * megatron/core/fusions/fused_bias_swiglu.py and fused_bias_geglu.py,
+ * WeightedSwiGLUFunction; experts.py bias_act_func; the Megatron-Bridge
+ * Qwen3 MoE recipes set bias_activation_fusion, recipes/qwen/h100/
+ * qwen3_moe.py @ 067f987). Both are one function under jit_fuser,
+ * torch.compile since PyTorch 2.2 (megatron/core/jit.py), whose Triton
+ * code generator fuses a pointwise node into a reduction only over the
+ * same element count: the input's gradient runs over R u elements (its
+ * cat of the two halves is one pointwise node), the reduction over R f,
+ * so the reduction is a kernel of its own that reads the activation's
+ * input (R u B) and the output's gradient (R f B) again and writes R
+ * probabilities (probs_B) [?: the fusion rule is Inductor's
+ * (SIMDScheduling.can_fuse), not a profile of this function]. A squared
+ * ReLU's (non-gated: both over R f) fuse into one kernel; without the
+ * probabilities in the activation (Megatron-Core < 0.13 weights the rows
+ * at the unpermute: moe_unpermute_probs) there is no such kernel; and
+ * framework glu_probs_grad_kernel false says the function does not run
+ * (Transformer Engine's op-fuser grouped MLP, whose FC2 dgrad kernel
+ * writes the probabilities' gradient, ops/fused/grouped_mlp.py).
+ * expert_act_bwd (the input's gradient) stays as lop_act_bwd costs it. */
+void moe_act_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double R = m->rows, f = m->ffn / m->etp, u = 2 * f;
+	struct layer_op *op;
+
+	if (!d->moe_probs_act || !d->gated || d->eager_act ||
+	    !d->moe.probs_grad_kernel || !(R > 0))
+		return;
+	op = lop_memop(o, "expert_act_probs_bwd", PASS_BWD,
+		       R * (u + f) * d->act_B, R * m->probs_B,
+		       ACT_FLOPS * R * f);
+	op->host = HOST_FREE;	/* inside the activation's backward call */
+}
+
 /* The permute's backward (moe_bwd, after the dispatch's reverse
  * all-to-all): the scatter-add of the T k row gradients into T tokens
  * (with the unfused path's zeroed output) and the unfused index build's

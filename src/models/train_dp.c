@@ -670,6 +670,55 @@ static int fsdp_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 	return 0;
 }
 
+/* What unit u of a one-stage model's forward (bwd 0) or backward is
+ * under torchtitan's apply_fsdp (parallelize_llama.py, pytorch/torchtitan
+ * 1ea476e9, 9dec370a, 820504e2: each TransformerBlock fully_shard'ed
+ * with reshard_after_forward = layer_id < n_layers - 1 when pp is off,
+ * then fully_shard(model)). The root unit (fsdp_root_unit) holds what no
+ * block holds: the embedding, the final norm and the output layer. FSDP2
+ * never reshards the root after its forward (FSDPState._lazy_init sets
+ * the root group's post_forward_mesh_info None: "the parameters would
+ * be freed and all-gathered immediately", torch/distributed/_composable/
+ * fsdp/_fsdp_state.py, torch 2.4-2.8), and the root's inputs are token
+ * ids, which need no gradient, so no post-backward hook is registered
+ * (FSDPParamGroup._register_post_backward_hook) and the root reduce-
+ * scatters in the final callback (finalize_backward), after the
+ * embedding's backward. So the root is gathered once before the
+ * embedding's forward and reduced once after the embedding's backward;
+ * the head gathers and reduces nothing. The last block
+ * (fsdp_last_layer_held, with fsdp_reshard_after_forward) stays gathered
+ * from its forward into its backward. Pipelined stages (each a root of
+ * its own part) are left as they are. */
+enum fsdp_role { FSDP_PLAIN, FSDP_ROOT_EMBED, FSDP_ROOT_HEAD, FSDP_LAST_LAYER };
+
+static enum fsdp_role fsdp_role(const struct train *t, int64_t vs, int bwd,
+				int64_t u)
+{
+	const struct framework_spec *fw = t->job->framework;
+	int64_t n, k;
+
+	if (t->stages != 1)
+		return FSDP_PLAIN;
+	n = train_units(t, vs);
+	k = bwd ? n - 1 - u : u;	/* forward order: embedding, layers,
+					 * head, MTP modules */
+	if (fw->fsdp_root_unit && k == 0)
+		return FSDP_ROOT_EMBED;
+	if (fw->fsdp_root_unit && k == n - 1 - t->mtp)
+		return FSDP_ROOT_HEAD;
+	if (fw->fsdp_last_layer_held && fw->fsdp_reshard_after_forward &&
+	    t->split[vs] > 0 && k == t->split[vs])
+		return FSDP_LAST_LAYER;
+	return FSDP_PLAIN;
+}
+
+/* The head's dense parameters on one GPU (train_unit_params' head). */
+static double head_params(const struct train *t)
+{
+	return footprint_unit_params(t->job, &t->dims, UNIT_HEAD,
+				     t->pp == 1) / t->dims.tp;
+}
+
 /* Unit u of action a, the next in compute order: its collectives of
  * each kind, then its place in the ring. */
 static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
@@ -678,6 +727,7 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	struct sched_action act = t->stage[s].acts[a];
 	int64_t vs = train_vs(t, s, act.chunk);
 	int64_t mg = t->m / job_schedule_runs(t->job);
+	enum fsdp_role role = fsdp_role(t, vs, act.bwd, u);
 	int k;
 
 	x->a = a;
@@ -686,13 +736,21 @@ static int fsdp_unit(struct train *t, int64_t s, int kinds, int64_t a,
 	x->no_sync = train_fsdp_pp_no_sync(t);
 	x->gather = x->no_sync ? !act.bwd && act.mb % mg == 0 : !x->held;
 	x->reduce = act.bwd && (!x->no_sync || act.mb % mg == mg - 1);
+	if (role == FSDP_ROOT_HEAD || (act.bwd && role != FSDP_PLAIN))
+		x->gather = 0;	/* gathered since the root's (or this
+				 * layer's) forward */
+	if (role == FSDP_ROOT_HEAD)
+		x->reduce = 0;	/* with the embedding's */
 	/* in a backward the experts' unit first (its post_backward comes
 	 * first: reduce_ready) under fsdp_reduce_one_in_flight */
 	for (k = 0; k < kinds; k++) {
 		x->experts = act.bwd && kinds == 2 &&
 			     t->job->framework->fsdp_reduce_one_in_flight ? 1 - k : k;
 		x->params = unit_params(t, vs, x->bwd, u, x->experts);
-		if (x->params > 0 && for_groups(t, s, x->experts, fsdp_one, x) != 0)
+		if (role == FSDP_ROOT_EMBED && !x->experts)
+			x->params += head_params(t);
+		if (x->params > 0 && (x->gather || x->reduce) &&
+		    for_groups(t, s, x->experts, fsdp_one, x) != 0)
 			return -1;
 	}
 	x->ra[x->q % FSDP_AHEAD_MAX] = a;

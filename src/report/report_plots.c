@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 const char *const rep_part_cols[REP_PARTS] = {
 	"compute_s", "exposed_comm_s", "bubble_s", "optimizer_s", "other_s",
@@ -191,11 +192,16 @@ static const char *const *row_labels(struct rep *R, const struct rep_run *runs,
 	size_t i;
 
 	for (i = 0; l && i < n; i++) {
-		if (strlen(runs[i].label) <= ROW_LABEL_MAX)
-			l[i] = runs[i].label;
+		const char *t = runs[i].label;
+		size_t len = strlen(t);
+
+		/* characters, cut between them (a cut by bytes could end
+		 * inside one: the SVG was not UTF-8) */
+		if (utf8_chars(t, len) <= ROW_LABEL_MAX)
+			l[i] = t;
 		else
-			l[i] = arena_printf(R->a, "%.*s...", ROW_LABEL_MAX - 3,
-					    runs[i].label);
+			l[i] = arena_printf(R->a, "%.*s...", (int)utf8_prefix(t,
+					    len, ROW_LABEL_MAX - 3), t);
 		if (!l[i])
 			return NULL;
 	}

@@ -30,6 +30,7 @@
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 
 /* Longest legend entry (characters; the series itself is whole). */
 #define REPORT_LEGEND_CHARS 120
@@ -245,14 +246,16 @@ static const char *values_of(struct sweep_data *s, const struct point *p)
 static const char *shorten(struct sweep_data *s, const char *text,
 			   size_t max)
 {
-	char *t;
+	size_t len = text ? strlen(text) : 0;
+	const char *t;
 
-	if (!text || strlen(text) <= max || max < 4)
+	if (!text || max < 4 || utf8_chars(text, len) <= max)
 		return text;
-	if (!(t = arena_strndup(s->R->a, text, max)))
-		return text;
-	memcpy(t + max - 3, "...", 3);
-	return t;
+	/* the first max - 3 characters, cut between them (a cut by bytes
+	 * could end inside one: the legend was not UTF-8) */
+	t = arena_printf(s->R->a, "%.*s...", (int)utf8_prefix(text, len,
+							      max - 3), text);
+	return t ? t : text;
 }
 
 /* s->follows[k] = 1 when every two ok points with the same value on

@@ -18,6 +18,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 static const char *const palette[] = {
 	"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00",
 	"#f0e442", "#000000",
@@ -258,8 +260,14 @@ const char *svg_tick_label(const struct svg_axis *a, double v, char *buf,
 	size_t k;
 
 	if (a->scale == SVG_CATEGORY) {
+		const char *c;
+
 		k = (size_t)lround(v);
-		snprintf(buf, len, "%s", k < a->ncats ? a->cats[k] : "");
+		c = k < a->ncats ? a->cats[k] : "";
+		/* cut to the buffer between characters (a byte cut could end
+		 * inside one: the SVG was not UTF-8) */
+		snprintf(buf, len, "%.*s", (int)utf8_fit(c, strlen(c),
+							 len ? len - 1 : 0), c);
 	} else if (a->fmt == SVG_FMT_BYTES2) {
 		fmt_bytes2(v, buf, len);
 	} else {
@@ -285,7 +293,7 @@ void svg_open(struct svg_plot *p, const char *id, const char *title)
 
 static void frame_x(struct svg_plot *p)
 {
-	char lab[64];
+	char lab[256];	/* a row label: 52 characters of up to 4 bytes */
 	double y0 = p->h - p->mb, x;
 	size_t i;
 
@@ -309,7 +317,7 @@ static void frame_x(struct svg_plot *p)
 
 static void frame_y(struct svg_plot *p)
 {
-	char lab[64];
+	char lab[256];	/* a row label: 52 characters of up to 4 bytes */
 	double y, ym = p->mt + (p->h - p->mt - p->mb) / 2.0;
 	size_t i;
 

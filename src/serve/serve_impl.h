@@ -122,9 +122,15 @@ struct serve_inst {
 	int64_t nrunning, cap_running;
 	int64_t chunked_req;		/* sglang: the request being chunked, -1 */
 	int64_t adp_arrivals;		/* requests queued here so far */
-	int64_t adp_chunked[ADP_MAX_BINS]; /* sglang under attention DP:
+	int64_t *adp_chunked;		/* sglang under attention DP: [adp],
 					 * each rank's request being chunked,
-					 * -1 (serve_sched.c sglang_prefill_adp) */
+					 * -1 (serve_sched.c sglang_prefill_adp);
+					 * NULL otherwise. Any adp: a fixed
+					 * array of ADP_MAX_BINS left dp > 256
+					 * on the pooled path at N times the
+					 * prefill budget */
+	int64_t *adp_left;		/* ... its scratch: [adp] tokens left */
+	unsigned char *adp_busy;	/* ... [adp] ranks that prefill */
 	int64_t window_left;		/* vLLM V0 multi-step: decode steps of
 					 * the current window after the one
 					 * formed last (0: none) */

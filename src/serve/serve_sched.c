@@ -380,14 +380,14 @@ static int64_t sglang_prefill_adp(struct serve *s, struct serve_inst *in,
 				  double now)
 {
 	int64_t adp = in->adp, share = in->max_tokens / (adp * adp);
-	int64_t left[ADP_MAX_BINS], n = 0, id, q, need, k, d;
-	unsigned char busy[ADP_MAX_BINS];
+	int64_t *left = in->adp_left, n = 0, id, q, need, k, d;
+	unsigned char *busy = in->adp_busy;
 	double avail = (double)in->free_pages - sglang_reserve(s, in);
 	struct serve_req *r;
 
 	if (share < 1)
 		share = 1;
-	memset(busy, 0, sizeof(busy));
+	memset(busy, 0, (size_t)adp);
 	for (k = 0; k < adp; k++) {
 		left[k] = share;
 		id = in->adp_chunked[k];
@@ -464,7 +464,7 @@ static int64_t sglang_decode(struct serve *s, struct serve_inst *in,
 		if (prefilling && prefilling[sglang_rank(s, in, id)])
 			continue;	/* its rank runs a prefill batch */
 		if (!serve_req_decoding(r) || id == in->chunked_req ||
-		    (in->adp > 1 && in->adp <= ADP_MAX_BINS &&
+		    (in->adp_chunked &&
 		     in->adp_chunked[sglang_rank(s, in, id)] == id) ||
 		    r->in_step)
 			continue;
@@ -484,7 +484,7 @@ static int64_t sched_sglang(struct serve *s, struct serve_inst *in,
 {
 	int64_t n = 0;
 
-	if (in->adp > 1 && in->adp <= ADP_MAX_BINS)
+	if (in->adp_chunked)	/* attention DP (serve_setup.c) */
 		n = sglang_prefill_adp(s, in, now);
 	else if (in->waiting.n > 0 || in->chunked_req >= 0)
 		n = sglang_prefill(s, in, now);

@@ -159,7 +159,7 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	const struct infer_ctx *x = &st->ctx;
 	const struct serving_spec *sv = &s->job->serving;
 	char msg[512];
-	int k;
+	int64_t k;
 
 	infer_mem_job(x->job, x->eng, &x->dims, x->split,
 		      (double)x->max_tokens, (double)x->max_seqs,
@@ -176,8 +176,19 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->adp = x->adp > 0 ? x->adp : 1;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
-	for (k = 0; k < ADP_MAX_BINS; k++)
-		in->adp_chunked[k] = -1;
+	if (x->eng->scheduler == ENGINE_SCHED_SGLANG && in->adp > 1) {
+		in->adp_chunked = mem_alloc((size_t)in->adp *
+					    sizeof(*in->adp_chunked));
+		in->adp_left = mem_alloc((size_t)in->adp *
+					 sizeof(*in->adp_left));
+		in->adp_busy = mem_alloc((size_t)in->adp);
+		if (!in->adp_chunked || !in->adp_left || !in->adp_busy) {
+			diag_oom(s->d);
+			return -1;
+		}
+		for (k = 0; k < in->adp; k++)
+			in->adp_chunked[k] = -1;
+	}
 	/* SGLang under attention DP: server_args.py _handle_data_parallelism
 	 * multiplies schedule_conservativeness by 0.3, and the scheduler's
 	 * initial ratio, floor and decay all scale with it */
@@ -511,6 +522,9 @@ void serve_teardown(struct serve *s)
 		rq_release(&s->inst[i].waiting);
 		mem_free(s->inst[i].running);
 		mem_free(s->inst[i].adp_used);
+		mem_free(s->inst[i].adp_chunked);
+		mem_free(s->inst[i].adp_left);
+		mem_free(s->inst[i].adp_busy);
 		mem_free(s->inst[i].pend);
 	}
 	for (i = 0; i < s->nsteppers; i++)

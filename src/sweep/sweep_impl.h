@@ -5,11 +5,13 @@
 #ifndef LLMSIM_SWEEP_SWEEP_IMPL_H
 #define LLMSIM_SWEEP_SWEEP_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sweep.h"
 #include "sweep_run.h"
 
+struct arena;
 struct cnode;
 struct store;
 
@@ -56,5 +58,14 @@ int sweep_store_begin(struct sweep_ctx *c, struct diag *d);
 int sweep_summary(struct sweep_ctx *c, const uint64_t *idx,
 		  const unsigned char *outcome, char (*hash)[65],
 		  uint64_t count, struct diag *d);
+
+/*
+ * The first line of a table cell: s[0..len) (UTF-8) whole when it has at
+ * most max characters (max >= 4), else its first max - 3 characters and
+ * "...", cut between characters, never inside one. In a; NULL when out
+ * of memory.
+ */
+const char *sweep_cut_text(struct arena *a, const char *s, size_t len,
+			   size_t max);
 
 #endif

@@ -17,6 +17,7 @@
 #include "base/diag.h"
 #include "base/arena.h"
 #include "base/mem.h"
+#include "base/utf8.h"
 #include "config/cnode.h"
 #include "store/store.h"
 
@@ -85,6 +86,16 @@ struct found {
 	int oom;
 };
 
+const char *sweep_cut_text(struct arena *a, const char *s, size_t len,
+			   size_t max)
+{
+	if (max < 4 || utf8_chars(s, len) <= max)
+		return arena_strndup(a, s, len);
+	/* the bytes of the first max - 3 characters, then "..." */
+	return arena_printf(a, "%.*s...", (int)utf8_prefix(s, len, max - 3),
+			    s);
+}
+
 /* "1.234 s" or "12.34 ms". */
 static const char *step_text(struct arena *a, double s)
 {
@@ -112,9 +123,8 @@ static int read_result(void *ctx, int n, const char *const *names,
 		len = strcspn(reason, "\n");
 		/* past 160 characters, cut and say so (v_sweep_points has
 		 * it whole) */
-		f->text[4] = len > 160 ? arena_printf(f->a, "%.157s...", reason)
-				       : arena_strndup(f->a, reason, len);
-		f->oom = !f->text[4];
+		f->text[4] = sweep_cut_text(f->a, reason, len, 160);
+		f->oom |= !f->text[4];
 		return 1;
 	}
 	f->text[0] = step_text(f->a, v[0].num);
@@ -140,7 +150,7 @@ static int add_row(struct table *t, const char *const *cells)
 		return -1;
 	for (k = 0; k < t->ncols; k++) {
 		const char *s = cells[k] ? cells[k] : "";
-		int w = (int)strlen(s);
+		int w = (int)utf8_chars(s, strlen(s));
 
 		t->cell[t->rows * t->ncols + k] = s;
 		if (w > t->width[k])
@@ -160,8 +170,10 @@ static void print_table(FILE *out, const struct table *t)
 
 			if (k + 1 == t->ncols)
 				fprintf(out, "%s\n", s);
-			else
-				fprintf(out, "%-*s  ", t->width[k], s);
+			else	/* padded to the column's characters, not
+				 * bytes ("µs", "é" in a value) */
+				fprintf(out, "%s%*s  ", s, t->width[k] -
+					(int)utf8_chars(s, strlen(s)), "");
 		}
 	}
 }

@@ -326,11 +326,12 @@ Test(measure_stream, protocol_1_counts_are_put_per_rank)
 		cr_assert_eq(measure_stream_line(&s, v == 1 ? HELLO("1") :
 			     HELLO("2"), "t", &opened, &d), MEASURE_TAKEN);
 		for (i = 0; i < 3; i++) {
-			const struct store_meas_row *r = &s.runs[0]->pts[i];
+			const struct store_meas_row *r;
 			const cJSON *o;
 
 			cr_assert_eq(measure_stream_line(&s, pts[i], "t",
 				     &opened, &d), MEASURE_POINT);
+			r = &s.runs[0]->pts[i];	/* grown as points come */
 			o = cJSON_GetArrayItem(s.runs[0]->points, i);
 			cr_assert_float_eq(r->size_B, v == 1 ? v1[i][0] : 4096,
 					   1e-9);
@@ -391,4 +392,54 @@ Test(measure_import, out_of_memory_is_exit_1)
 	}
 	cr_assert_gt(n, 6 * 3);		/* a run, a log and its strings each */
 	assert_no_leaks();
+}
+
+/*
+ * A run holds MEASURE_MAX_POINTS (65536) points, grown as they come: a
+ * hello and 300 copy points (more than the fixed 256 of before, which
+ * refused the 257th) are one run of 300; 65536 + 3 more: 65536 kept,
+ * the 3 refused (MEASURE_BAD) and said once, at the first one's line
+ * (1 + 65537 = 65538), not at each.
+ */
+Test(measure_stream, a_run_grows_past_256_points_and_says_its_most_once)
+{
+	static const char hello[] = "{\"type\":\"hello\",\"protocol\":2,"
+		"\"backend\":\"cuda\",\"ranks\":1,\"nodes\":1,"
+		"\"devices_per_node\":1,\"iters\":20,\"warmup\":5}";
+	static const char pt[] = "{\"type\":\"point\",\"op\":\"copy\","
+		"\"dtype\":\"float\",\"bytes\":1048576,\"count\":262144,"
+		"\"ranks\":1,\"iters\":20,\"time_us\":6.416,\"time_min_us\":"
+		"5.504,\"time_max_us\":9.376,\"GBps\":326.863,\"check\":"
+		"\"ok\",\"wrong\":0}";
+	struct measure_stream s;
+	char *msg = NULL;
+	size_t len = 0;
+	FILE *err = open_memstream(&msg, &len);
+	struct diag d;
+	int opened, bad = 0;
+	uint32_t i;
+
+	cr_assert_not_null(err);
+	diag_init(&d, err);
+	cr_assert_eq(measure_stream_init(&s, &d), 0);
+	cr_assert_eq(measure_stream_line(&s, hello, "t", &opened, &d),
+		     MEASURE_TAKEN);
+	for (i = 0; i < 300; i++)
+		cr_assert_eq(measure_stream_line(&s, pt, "t", &opened, &d),
+			     MEASURE_POINT, "point %u", i + 1);
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.runs[0]->npts, 300);
+	cr_assert_float_eq(s.runs[0]->pts[299].time_s, 6.416e-6, 1e-15);
+	for (; i < MEASURE_MAX_POINTS + 3; i++)
+		bad += measure_stream_line(&s, pt, "t", &opened, &d) ==
+		       MEASURE_BAD;
+	fclose(err);
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.runs[0]->npts, 65536);
+	cr_assert_eq(bad, 3);
+	cr_assert_eq(d.errors, 1, "%s", msg);
+	cr_assert(strstr(msg, "t:65538: error: more than 65536 points in one "
+			 "run") != NULL, "%s", msg);
+	free(msg);
+	measure_stream_release(&s);
 }

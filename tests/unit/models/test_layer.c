@@ -459,6 +459,61 @@ Test(layer, embedding_dense_gradient_then_main_grad_add)
 	cr_assert_str_eq(o.op[0].name, "embed_wgrad");
 }
 
+
+/* The op named `name` in o, or -1. */
+static int op_index(const struct layer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+Test(layer, mtp_embedding_backward_is_dense_too)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	struct layer_kind k = { 0 };
+	double T = 4096, h = 1024, V = 51200;
+	int i;
+
+	/* An MTP module's embedding lookup is Megatron-Core's own
+	 * LanguageModelEmbedding on the MTP stage: under Megatron DDP
+	 * (embedding_grad_dense) its backward is the main embedding's, a
+	 * zeroed [V, h] bf16 gradient (write 2 V h), the T rows summed in
+	 * (read and write T h (2 + 4)) and the hook's main_grad add (read V
+	 * h (2 + 4), write 4 V h). tp 1, T = 2048 x 2, one dense layer in
+	 * the module, no head. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.embedding_grad_dense = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, &o);
+	i = op_index(&o, "mtp_embed_grad_zero");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.write_B, 2 * V * h);
+	i = op_index(&o, "mtp_embed_wgrad");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.read_B, 6 * T * h);
+	fixture_assert_close(o.op[i].k.write_B, 6 * T * h);
+	i = op_index(&o, "mtp_embed_main_grad_add");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.read_B, 6 * V * h);
+	fixture_assert_close(o.op[i].k.write_B, 4 * V * h);
+	/* Without the key: T rows scatter-added into the fp32 gradient
+	 * buffer (read T h (2 + 4), write 4 T h), nothing of V. */
+	f.fw.embedding_grad_dense = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, &o);
+	cr_assert_eq(op_index(&o, "mtp_embed_grad_zero"), -1);
+	cr_assert_eq(op_index(&o, "mtp_embed_main_grad_add"), -1);
+	i = op_index(&o, "mtp_embed_wgrad");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.read_B, 6 * T * h);
+	fixture_assert_close(o.op[i].k.write_B, 4 * T * h);
+}
 Test(layer, residual_gradients_are_summed_by_their_own_kernel)
 {
 	struct layer_dims d;

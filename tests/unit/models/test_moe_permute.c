@@ -177,3 +177,83 @@ Test(moe, flex_combine_runs_no_unpermute_and_fused_permute_no_sort)
 	cr_assert_not_null(fixture_op(&m.o, "moe_dispatch_bwd"));
 	moe_case_release(&m);
 }
+
+/*
+ * The weighted GLU's probability gradient (moe.c experts_bwd ->
+ * moe_act_probs_bwd): with the probabilities applied in the experts'
+ * activation (framework moe_probs_in_activation, Megatron-Core >= 0.13),
+ * Megatron-Core's fused weighted SwiGLU backward also returns
+ * sum(act(g) x dy, -1), a reduction over R x f that Inductor cannot fuse
+ * with the input gradient's R x u pointwise kernel: a second kernel
+ * right after expert_act_bwd. The layer: E = 8 experts on one GPU,
+ * T = 4096 tokens, k = 2, so R = 8192 rows; f = 512, gated u = 1024;
+ * bf16 (B = 2) and a bf16 router (probs_B = 2):
+ *   read  R (u + f) B = 8192 x 1536 x 2 = 25165824 B
+ *   write R probs_B   = 8192 x 2        = 16384 B
+ *   FLOPs ACT_FLOPS R f = 8 x 8192 x 512 = 33554432
+ * An fp32 router: write 8192 x 4 = 32768 B. No such kernel without the
+ * framework key, for a non-gated MLP (a squared ReLU's two results run
+ * over the same R f elements: one kernel), nor for the eager activation
+ * (PyTorch ops, not the fused function), nor where the framework computes
+ * that gradient inside the activation's kernel (glu_probs_grad_kernel
+ * false: Transformer Engine's op-fuser grouped MLP).
+ */
+Test(moe, weighted_glu_backward_reduces_the_probabilities_apart)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int at;
+
+	moe_case_ep(&m, &e, "test-alltoall", 1);
+	m.f.model.gated_mlp = 1;
+	m.f.fw.moe_probs_in_activation = 1;
+	m.f.fw.elementwise.glu_probs_grad_kernel = 1;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));	/* bwd */
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "expert_act_bwd");
+	cr_assert(at >= 0);
+	cr_assert_eq(fixture_op_index(&m.o, "expert_act_probs_bwd"), at + 1);
+	c = fixture_op(&m.o, "expert_act_probs_bwd");
+	cr_assert_eq(c->pass, PASS_BWD);
+	cr_assert_float_eq(c->k.read_B, 25165824, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16384, 1e-6);
+	cr_assert_float_eq(c->k.vec_flops, 33554432, 1e-6);
+	cr_assert_eq(c->host, HOST_FREE);
+	/* the input's gradient is unchanged: read R (u + f) B, write R u B */
+	c = fixture_op(&m.o, "expert_act_bwd");
+	cr_assert_float_eq(c->k.read_B, 25165824, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16777216, 1e-6);
+
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_act_probs_bwd");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+	m.f.fw.elementwise.eager_activation = 0;
+
+	m.f.model.gated_mlp = 0;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+
+	m.f.model.gated_mlp = 1;
+	m.f.fw.elementwise.glu_probs_grad_kernel = 0;	/* TE's op fuser */
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+
+	m.f.fw.elementwise.glu_probs_grad_kernel = 1;
+	m.f.fw.moe_probs_in_activation = 0;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+	moe_case_release(&m);
+}

@@ -3,7 +3,13 @@
  */
 #include "fixtures.h"
 
+#include <criterion/criterion.h>
 #include <string.h>
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "config/config.h"
+#include "config/schema.h"
 
 void fx_lib_ideal(struct coll_lib_spec *lib)
 {
@@ -88,4 +94,29 @@ void fx_switch(struct fx *f, int64_t nodes)
 	scale_out(f);
 	fx_lib_ideal(&f->lib);
 	fixture_system(f, nodes);
+}
+
+void *fx_load(struct arena *a, const struct schema *s, const char *name,
+	      const char *const *sets, size_t nsets)
+{
+	struct diag d;
+	struct config_ctx cx = { a, &d, "." };
+	void *obj = arena_alloc(a, s->size);
+
+	diag_init(&d, stderr);
+	cr_assert_not_null(obj);
+	cr_assert_eq(config_load(&cx, s, name, sets, nsets, obj), 0, "%s '%s'",
+		     s->kind, name);
+	return obj;
+}
+
+struct coll_algo_spec *fx_switch_ring_latency(struct fx *f)
+{
+	struct coll_algo_spec *ring = &f->lib.algo[ALGO_RING];
+
+	fx_switch(f, 2);
+	ring->base.s[PROTO_SIMPLE] = 10e-6;
+	ring->hop_scale_up.s[PROTO_SIMPLE] = 1e-6;
+	ring->hop_net.s[PROTO_SIMPLE] = 5e-6;
+	return ring;
 }

@@ -8,7 +8,12 @@
 #ifndef LLMSIM_TEST_NET_FIXTURES_H
 #define LLMSIM_TEST_NET_FIXTURES_H
 
+#include <stddef.h>
+
 #include "config/spec_system.h"
+
+struct arena;
+struct schema;
 
 struct fx {
 	struct link_spec up_link, out_link, host_link;
@@ -31,5 +36,16 @@ void fx_mesh(struct fx *f, int64_t nodes);
  * per GPU), with in-switch reduction at efficiency 1; the same scale-out
  * as fx_mesh. */
 void fx_switch(struct fx *f, int64_t nodes);
+
+/* The preset (or file) name of schema s with sets[nsets] applied,
+ * loaded into a (its diagnostics to stderr), asserting that it loads:
+ * the config the preset tests and the replay tests start from. */
+void *fx_load(struct arena *a, const struct schema *s, const char *name,
+	      const char *const *sets, size_t nsets);
+
+/* fx_switch at 2 nodes (16 GPUs) whose ring's Simple latencies are round:
+ * base 10 us, 1 us a hop inside a node, 5 us a hop across nodes (an
+ * all-reduce's 2(p - 1) = 30 steps: 28 inside, 2 across). The ring. */
+struct coll_algo_spec *fx_switch_ring_latency(struct fx *f);
 
 #endif

@@ -38,13 +38,8 @@ Test(net_coll, latency_formula_across_nodes)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, 0, NULL, 16, ALGO_RING, 1, NULL };
-	struct coll_algo_spec *ring;
+	struct coll_algo_spec *ring = fx_switch_ring_latency(&f);
 
-	fx_switch(&f, 2);
-	ring = &f.lib.algo[ALGO_RING];
-	ring->base.s[PROTO_SIMPLE] = 10e-6;
-	ring->hop_scale_up.s[PROTO_SIMPLE] = 1e-6;
-	ring->hop_net.s[PROTO_SIMPLE] = 5e-6;
 	/* An empty all-reduce costs its latency alone: p = 16 on N = 2 nodes,
 	 * 2(p-1) = 30 steps of which 2(N-1) = 2 cross nodes:
 	 * 10 + 28 * 1 + 2 * 5 = 48 us. */

@@ -37,22 +37,15 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "coll_run.h"
+#include "fixtures.h"
 #include "config/config.h"
 #include "config/spec_system.h"
 #include "network/net.h"
 
+/* The system preset name. */
 static struct system_spec *load(struct arena *a, const char *name)
 {
-	struct diag d;
-	struct config_ctx cx = { a, &d, "." };
-	struct system_spec *s = arena_alloc(a, system_schema.size);
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(s);
-	memset(s, 0, system_schema.size);
-	cr_assert_eq(config_load(&cx, &system_schema, name, NULL, 0, s), 0,
-		     "system '%s'", name);
-	return s;
+	return fx_load(a, &system_schema, name, NULL, 0);
 }
 
 Test(coll_arch, blackwell_presets_carry_nccls_blackwell_rows)

@@ -195,13 +195,8 @@ Test(net_coll, net_overhead_floors_ring_steps_not_tree_steps)
 {
 	struct fx f;
 	struct run r = { COLL_ALLREDUCE, 0, NULL, 16, ALGO_RING, 1, NULL };
-	struct coll_algo_spec *ring;
+	struct coll_algo_spec *ring = fx_switch_ring_latency(&f);
 
-	fx_switch(&f, 2);
-	ring = &f.lib.algo[ALGO_RING];
-	ring->base.s[PROTO_SIMPLE] = 10e-6;
-	ring->hop_scale_up.s[PROTO_SIMPLE] = 1e-6;
-	ring->hop_net.s[PROTO_SIMPLE] = 5e-6;
 	f.lib.algo[ALGO_TREE] = *ring;
 	f.lib.net_overhead.s[PROTO_SIMPLE] = 3e-6;
 	/* NCCL's tuning.cc floors a ring's intra-node steps at the net

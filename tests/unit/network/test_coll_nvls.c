@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "coll_run.h"
+#include "fixtures.h"
 #include "config/config.h"
 #include "config/spec_collectives.h"
 
@@ -129,14 +130,7 @@ Test(nvls_select, ring_ll128_channel_cap)
 
 static const struct system_spec *preset(struct arena *a, const char *name)
 {
-	struct diag d;
-	struct config_ctx cx = { a, &d, "." };
-	struct system_spec *sys = arena_alloc(a, system_schema.size);
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(sys);
-	cr_assert_eq(config_load(&cx, &system_schema, name, NULL, 0, sys), 0);
-	return sys;
+	return fx_load(a, &system_schema, name, NULL, 0);
 }
 
 static const char *algo_proto(const struct system_spec *s, uint32_t n,

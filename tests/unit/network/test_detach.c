@@ -31,21 +31,16 @@
 #include "network/crun.h"
 #include "network/net.h"
 
+#include "fixtures.h"
+
 enum { NGPU = 16 };
 enum { S_COMPUTE, S_DP, S_PP, NSTREAMS };
 
 static const struct system_spec *system_of(struct arena *a)
 {
 	static const char *const sets[] = { "nodes=2" };
-	struct diag d;
-	struct config_ctx cx = { a, &d, "." };
-	struct system_spec *sys = arena_alloc(a, system_schema.size);
 
-	diag_init(&d, stderr);
-	cr_assert_not_null(sys);
-	cr_assert_eq(config_load(&cx, &system_schema, "dgx-h100", sets, 1,
-				 sys), 0);
-	return sys;
+	return fx_load(a, &system_schema, "dgx-h100", sets, 1);
 }
 
 /* Task ids of interest. */

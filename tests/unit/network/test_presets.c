@@ -16,20 +16,7 @@
 #include "network/pipe.h"
 #include "config/schema.h"
 #include "config/spec_system.h"
-
-static void *load(struct arena *a, const struct schema *s, const char *name,
-		  const char *const *sets, size_t nsets)
-{
-	struct diag d;
-	struct config_ctx cx = { a, &d, "." };
-	void *obj = arena_alloc(a, s->size);
-
-	diag_init(&d, stderr);
-	cr_assert_not_null(obj);
-	cr_assert_eq(config_load(&cx, s, name, sets, nsets, obj), 0, "%s '%s'",
-		     s->kind, name);
-	return obj;
-}
+#include "fixtures.h"
 
 static const char **presets(struct arena *a, const struct schema *s)
 {
@@ -68,14 +55,14 @@ Test(net_presets, every_link_fabric_and_library_loads)
 		const char **list = presets(&a, kinds[k]);
 
 		for (i = 0; list[i]; i++)
-			load(&a, kinds[k], list[i], NULL, 0);
+			fx_load(&a, kinds[k], list[i], NULL, 0);
 	}
 	arena_release(&a);
 }
 
 static double payload(struct arena *a, const char *link)
 {
-	const struct link_spec *l = load(a, &link_schema, link, NULL, 0);
+	const struct link_spec *l = fx_load(a, &link_schema, link, NULL, 0);
 
 	return link_payload_rate_Bps(l);
 }
@@ -114,8 +101,8 @@ Test(net_presets, every_system_builds_and_runs)
 	arena_init(&a);
 	list = presets(&a, &system_schema);
 	for (i = 0; list[i]; i++) {
-		const struct system_spec *s = load(&a, &system_schema, list[i],
-						   two, 1);
+		const struct system_spec *s =
+			fx_load(&a, &system_schema, list[i], two, 1);
 		uint32_t p = (uint32_t)system_gpus(s), k;
 		uint32_t *gpus = arena_alloc(&a, p * sizeof(*gpus));
 		struct coll_desc c = { COLL_ALLREDUCE, 64 << 20, gpus, p, NULL,
@@ -150,7 +137,7 @@ Test(net_presets, mi300x_pair_is_one_link)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	s = load(&a, &system_schema, "mi300x-roce", NULL, 0);
+	s = fx_load(&a, &system_schema, "mi300x-roce", NULL, 0);
 	n = net_new(s, NULL, &d);
 	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
 	/* Two MI300X talk over their one xGMI link: 64 GB/s * 0.75 sustained
@@ -183,7 +170,7 @@ Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_LL], 6.6e-6, 1e-12);
 	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE], 8.4e-6,
 			   1e-12);
@@ -191,7 +178,7 @@ Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
 			   lib->algo[ALGO_RING].base.s[PROTO_LL], 1e-12);
 	cr_assert_float_eq(lib->algo[ALGO_P2P].base.s[PROTO_SIMPLE],
 			   lib->algo[ALGO_RING].base.s[PROTO_SIMPLE], 1e-12);
-	s = load(&a, &system_schema, "dgx-h100", NULL, 0);
+	s = fx_load(&a, &system_schema, "dgx-h100", NULL, 0);
 	n = net_new(s, NULL, &d);
 	cr_assert_not_null(n);
 	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
@@ -225,7 +212,7 @@ Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	s = load(&a, &system_schema, "dgx-h100", NULL, 0);
+	s = fx_load(&a, &system_schema, "dgx-h100", NULL, 0);
 	cr_assert_float_eq(s->gpu->p2p_channel_send_Bps, 20.73e9, 1);
 	n = net_new(s, NULL, &d);
 	cr_assert_not_null(n);
@@ -257,7 +244,7 @@ Test(net_presets, nccl_p2p_runs_at_the_gpus_own_launch_and_peers)
 
 	arena_init(&a);
 	diag_init(&d, stderr);
-	s = load(&a, &system_schema, "dgx-b200", NULL, 0);
+	s = fx_load(&a, &system_schema, "dgx-b200", NULL, 0);
 	cr_assert_float_eq(s->gpu->p2p_launch_s, 9.28e-6, 1e-12);
 	cr_assert_float_eq(s->gpu->p2p_peer_s, 0.458e-6, 1e-12);
 	n = net_new(s, NULL, &d);
@@ -312,7 +299,7 @@ Test(net_presets, nccl_nvls_chunks_follow_enqueue)
 	struct pipe pp;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	/* 16 NVLS channels x 8 heads on one node of 8 H100. */
 	pipe_init(&pp, &lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE],
 		  &(struct pipe_shape){ 8, 1, 1, 0 });
@@ -336,7 +323,7 @@ Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
 	struct pipe pp;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	ps = &lib->algo[ALGO_NVLS_TREE].pipe[PROTO_SIMPLE];
 	/* 16 NVLS channels x 8 heads (2 nodes of 8 H100, 8 NICs each). */
 	pipe_init(&pp, ps, &(struct pipe_shape){ 8, 1, 1, 2 });
@@ -379,7 +366,7 @@ Test(net_presets, nccl_nvls_tree_head_busbw_is_hoppers)
 	const struct coll_algo_spec *nt;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	nt = &lib->algo[ALGO_NVLS_TREE];
 	/* perChMaxNVLSTreeBws, Hopper row {0, 57.7, 45.5} (NVIDIA/nccl
 	 * v2.28.3-1 tuning.cc): 8 heads x 57.7 = 461.6 GB/s bus on 2 nodes
@@ -427,7 +414,7 @@ Test(net_presets, nccl_trees_carry_the_tuners_correction)
 	const struct coll_lib_spec *lib;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	/* NCCL's ncclTopoGetAlgoTime times a tree all-reduce at its
 	 * bandwidth x treeCorrectionFactor[log2i(bytes >> 6)]: 2 MiB is
 	 * bucket log2(2^21 / 2^6) = 15, LL128 0.6; 512 KiB bucket 13, LL
@@ -459,8 +446,8 @@ Test(net_presets, op_jitter_is_one_gpus_sd_not_the_peer_deviation)
 	arena_init(&a);
 	list = presets(&a, &system_schema);
 	for (i = 0; list[i]; i++) {
-		const struct system_spec *s = load(&a, &system_schema, list[i],
-						   NULL, 0);
+		const struct system_spec *s =
+			fx_load(&a, &system_schema, list[i], NULL, 0);
 
 		if (!(s->variability.op_jitter > 0))
 			continue;
@@ -491,16 +478,16 @@ Test(net_presets, blackwell_systems_run_nccls_nvls_channels)
 	size_t i;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	cr_assert_eq(lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels, 16);
 	cr_assert_eq(lib->algo[ALGO_NVLS_TREE].pipe[PROTO_SIMPLE].channels, 16);
-	lib = load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
 	cr_assert_eq(lib->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels, 16);
 	cr_assert_float_eq(lib->algo[ALGO_NVLS_TREE].hop_net.s[PROTO_SIMPLE],
 			   14e-6, 1e-12);
 	for (i = 0; i < 4; i++) {
 		const struct system_spec *s =
-			load(&a, &system_schema, bw[i], NULL, 0);
+			fx_load(&a, &system_schema, bw[i], NULL, 0);
 
 		cr_assert_eq(s->collectives->algo[ALGO_NVLS]
 			     .pipe[PROTO_SIMPLE].channels, 24, "%s", bw[i]);
@@ -528,15 +515,15 @@ Test(net_presets, ll128_over_c2c_by_release_and_system)
 	size_t i;
 
 	arena_init(&a);
-	lib = load(&a, &collectives_schema, "nccl", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
 	cr_assert(lib->ll128_c2c);
-	lib = load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
+	lib = fx_load(&a, &collectives_schema, "nccl-2.26", NULL, 0);
 	cr_assert(!lib->ll128_c2c);
-	s = load(&a, &system_schema, "gb200-nvl72", NULL, 0);
+	s = fx_load(&a, &system_schema, "gb200-nvl72", NULL, 0);
 	cr_assert(s->nic_via_c2c);
 	cr_assert(s->collectives->ll128_c2c);
 	for (i = 0; i < 4; i++) {
-		s = load(&a, &system_schema, pcie[i], NULL, 0);
+		s = fx_load(&a, &system_schema, pcie[i], NULL, 0);
 		cr_assert(!s->nic_via_c2c, "%s", pcie[i]);
 	}
 	arena_release(&a);

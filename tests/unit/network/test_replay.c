@@ -24,6 +24,8 @@
 #include "engine/exec.h"
 #include "network/net.h"
 
+#include "fixtures.h"
+
 enum { NODES = 4, GPN = 8, NGPU = NODES * GPN };
 enum { S_COMPUTE, S_TP, S_DP, S_PP, NSTREAMS };
 
@@ -38,15 +40,8 @@ static uint64_t lcg(uint64_t *s)
 static const struct system_spec *system_of(struct arena *a)
 {
 	static const char *const sets[] = { "nodes=4" };
-	struct diag d;
-	struct config_ctx cx = { a, &d, "." };
-	struct system_spec *sys = arena_alloc(a, system_schema.size);
 
-	diag_init(&d, stderr);
-	cr_assert_not_null(sys);
-	cr_assert_eq(config_load(&cx, &system_schema, "dgx-h100", sets, 1,
-				 sys), 0);
-	return sys;
+	return fx_load(a, &system_schema, "dgx-h100", sets, 1);
 }
 
 /* One rank per GPU. Per node, rounds of compute then a TP all-reduce

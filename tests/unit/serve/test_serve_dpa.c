@@ -18,6 +18,22 @@
 #define L8 "tests/data/serve/l8-h100-tp1.yaml"
 #define DSV3 "tests/data/serve/dsv3-h200-dep8.yaml"
 
+/* The per-rank arrays of in's in->adp ranks (serve_setup.c size_inst),
+ * in a: no request chunked. */
+static void adp_arrays(struct arena *a, struct serve_inst *in)
+{
+	int64_t i;
+
+	in->adp_chunked = arena_alloc(a, (size_t)in->adp *
+				      sizeof(*in->adp_chunked));
+	in->adp_left = arena_alloc(a, (size_t)in->adp *
+				   sizeof(*in->adp_left));
+	in->adp_busy = arena_alloc(a, (size_t)in->adp);
+	cr_assert(in->adp_chunked && in->adp_left && in->adp_busy);
+	for (i = 0; i < in->adp; i++)
+		in->adp_chunked[i] = -1;
+}
+
 /* Instance `in` of s (L8 under sglang), two attention-DP ranks: the
  * instance's max_tokens 2 x 2048 (serve_setup.c: the engine's
  * chunked_prefill_size a rank), so SGLang's share a rank is
@@ -43,8 +59,7 @@ static void dpa_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 	in->adp = 2;
 	in->chunked = 1;
 	in->chunked_req = -1;
-	for (i = 0; i < ADP_MAX_BINS; i++)
-		in->adp_chunked[i] = -1;
+	adp_arrays(a, in);
 	in->pp = 1;
 	in->tag = 1;
 	for (i = 0; i < n; i++)
@@ -187,13 +202,20 @@ Test(serve_dpa, sglang_dp_attention_admits_with_a_lower_ratio)
 			    "parallelism.attention_dp=false"};
 	struct serve_fixture f;
 
+	int k;
+
 	serve_fixture_open(&f, DSV3, dpa, 5);
 	cr_assert_eq(f.s.inst[0].adp, 8);
 	cr_assert_float_eq(f.s.inst[0].init_token_ratio, 0.21, 1e-12);
 	cr_assert_float_eq(f.s.inst[0].new_token_ratio, 0.21, 1e-12);
+	/* a scheduler a rank: each rank's chunked request, none yet */
+	cr_assert_not_null(f.s.inst[0].adp_chunked);
+	for (k = 0; k < 8; k++)
+		cr_assert_eq(f.s.inst[0].adp_chunked[k], -1);
 	serve_fixture_close(&f);
 	serve_fixture_open(&f, DSV3, tp, 9);
 	cr_assert_float_eq(f.s.inst[0].init_token_ratio, 0.7, 1e-12);
+	cr_assert_null(f.s.inst[0].adp_chunked);	/* one scheduler */
 	serve_fixture_close(&f);
 }
 
@@ -254,5 +276,41 @@ Test(serve_dpa, sglang_ranks_follow_arrival_at_the_instance)
 	group_is(&b, 1, 1, 1024, 0, 1);
 	cr_assert_eq(in.adp_chunked[0], 0);
 	cr_assert_eq(in.adp_chunked[1], 2);
+	dpa_teardown(&a, &in);
+}
+
+/*
+ * Any number of ranks runs a scheduler a rank, not only up to
+ * ADP_MAX_BINS (256): at dp 300 with chunked_prefill_size 3000 a rank
+ * (max_tokens 300 x 3000) SGLang's share is 3000 // 300 = 10 tokens, so
+ * a 25-token prompt on rank 0 runs 10, 10, then its last 5 (context 20).
+ * With a fixed array of 256 ranks, dp 300 fell back to the pooled
+ * scheduler with the instance's 300 x 3000 = 900000 tokens a step: the
+ * prompt whole in step 1 (a DSV3 H200 run at dp 512 had a TTFT of 75 ms
+ * against 961 ms at dp 256).
+ */
+Test(serve_dpa, sglang_ranks_past_256_keep_their_share)
+{
+	static const int64_t prompt[] = {25};
+	struct arena a;
+	struct serve s;
+	struct serve_inst in;
+	struct serve_req req[1];
+	struct infer_batch b;
+
+	dpa_setup(&a, &s, &in, req, prompt, 1);
+	in.adp = 300;
+	in.max_tokens = 300 * 3000;
+	in.max_seqs = 300;
+	adp_arrays(&a, &in);
+	step(&s, &in, 0, 1, &b);
+	cr_assert_eq(b.n, 1);
+	group_is(&b, 0, 1, 10, 0, 1);
+	cr_assert_eq(in.adp_chunked[0], 0);
+	step(&s, &in, 1, 1, &b);
+	group_is(&b, 0, 1, 10, 10, 1);
+	step(&s, &in, 2, 1, &b);
+	group_is(&b, 0, 1, 5, 20, 1);
+	cr_assert_eq(in.adp_chunked[0], -1);
 	dpa_teardown(&a, &in);
 }

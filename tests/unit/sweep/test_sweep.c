@@ -299,3 +299,40 @@ Test(sweep, stop_between_store_and_report_waits_for_the_report)
 	capture_end(&c);
 	arena_release(&a);
 }
+
+/*
+ * The table's reason cell: a line of at most max characters is kept
+ * whole; a longer one keeps max - 3 characters and "...", cut between
+ * characters. "é" is 2 bytes (C3 A9), "€" 3 (E2 82 AC).
+ *   10 x "é" (20 bytes, 10 characters), max 10: whole, 20 bytes.
+ *   11 x "é", max 10: 7 characters (14 bytes) + "..." = 17 bytes. The
+ *   byte cut of before ("%.7s") ended inside the 4th "é" (C3 alone).
+ *   "a" + 5 x "€" (16 bytes, 6 characters), max 5: 2 characters, "a€"
+ *   (4 bytes), + "..." (the byte cut "%.2s" ended inside the "€").
+ *   "abc\n..." with len 3 (the caller's first line): "abc".
+ */
+Test(sweep, a_cut_reason_ends_between_characters)
+{
+	struct arena a;
+	char ten[32] = "", eleven[32] = "";
+	const char *r;
+	int k;
+
+	arena_init(&a);
+	for (k = 0; k < 10; k++)
+		strcat(ten, "\xc3\xa9");
+	strcpy(eleven, ten);
+	strcat(eleven, "\xc3\xa9");
+	r = sweep_cut_text(&a, ten, strlen(ten), 10);
+	cr_assert_str_eq(r, ten);
+	r = sweep_cut_text(&a, eleven, strlen(eleven), 10);
+	cr_assert_str_eq(r, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+			 "\xc3\xa9...");
+	cr_assert_eq(strlen(r), 17);
+	r = sweep_cut_text(&a, "a\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac"
+			   "\xe2\x82\xac\xe2\x82\xac", 16, 5);
+	cr_assert_str_eq(r, "a\xe2\x82\xac...");
+	r = sweep_cut_text(&a, "abc\ndef", 3, 160);
+	cr_assert_str_eq(r, "abc");
+	arena_release(&a);
+}
