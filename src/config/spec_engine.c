@@ -34,6 +34,7 @@ const char *const engine_mxfp4_moe_names[] = {"weight_only", "triton_mx",
 					       "triton_trtllm", NULL};
 const char *const engine_wo_tile_pick_names[] = {"fastest", "cover", NULL};
 const char *const engine_decode_kernel_names[] = {"flash", "trtllm", NULL};
+const char *const engine_prefill_kernel_names[] = {"flash", "trtllm", NULL};
 const char *const engine_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const engine_norm_quant_names[] = {"always", "tp_allreduce",
 					       NULL};
@@ -351,6 +352,14 @@ static const struct schema_field engine_fields[] = {
 		  "or trtllm (TensorRT-LLM's own, splitting by the GPU's "
 		  "attention.trtllm_decode rule: XQA on Hopper, trtllm-gen on "
 		  "Blackwell)" },
+	{ .key = "prefill_kernel", .type = ST_ENUM,
+	  .offset = OFF(prefill_kernel), .values = engine_prefill_kernel_names,
+	  .def = "flash",
+	  .help = "prefill attention kernel: flash (FlashAttention / "
+		  "FlashInfer at attention.fwd_efficiency) or trtllm "
+		  "(TensorRT-LLM's attention op: FP8 context FMHA when it "
+		  "quantizes its output or the KV cache is FP8, else 16-bit "
+		  "at the GPU's attention.trtllm_ctx16_efficiency; not MLA)" },
 	{ .key = "decode_partition", .type = ST_INT,
 	  .offset = OFF(decode_partition), .min = 0, .max = 1e6, .def = "0",
 	  .help = "tokens of a fixed-partition decode kernel's work unit "

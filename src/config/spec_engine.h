@@ -84,6 +84,7 @@ extern const char *const engine_norm_quant_names[];
 extern const char *const engine_act_quant_names[];
 extern const char *const engine_moe_kernels_names[];
 extern const char *const engine_decode_kernel_names[];
+extern const char *const engine_prefill_kernel_names[];
 extern const char *const engine_vendor_names[];
 extern const char *const engine_vision_encoder_names[];
 extern const char *const engine_estimate_logits_names[];
@@ -202,6 +203,17 @@ enum engine_decode_kernel {
 	ENGINE_DECODE_TRTLLM,	/* TensorRT-LLM's own: the GPU's
 				 * attention.trtllm_decode rule (XQA, trtllm-gen) */
 	ENGINE_DECODE_COUNT
+};
+
+/* Whose prefill (context) attention kernel the engine runs. */
+enum engine_prefill_kernel {
+	ENGINE_PREFILL_FLASH,	/* FlashAttention / FlashInfer at the GPU's
+				 * attention.fwd_efficiency */
+	ENGINE_PREFILL_TRTLLM,	/* TensorRT-LLM's attention op: its context
+				 * FMHA in FP8 when the op quantizes its output
+				 * or the KV cache is FP8, else in 16 bits at
+				 * the GPU's attention.trtllm_ctx16_efficiency */
+	ENGINE_PREFILL_COUNT
 };
 
 /* Which kernels write a quantized GEMM input themselves (when the GEMMs
@@ -402,6 +414,7 @@ struct engine_spec {
 	int64_t mxfp4_marlin_pad_hidden;	/* elements: and their hidden size to a
 						 * multiple of this; 0: none */
 	int decode_kernel;			/* enum engine_decode_kernel */
+	int prefill_kernel;			/* enum engine_prefill_kernel */
 	int64_t decode_partition;		/* flash: keys per work unit of a fixed-
 						 * partition decode kernel (every sequence
 						 * in ceil(kv / this) units, a reduce

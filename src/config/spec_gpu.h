@@ -116,6 +116,10 @@ struct gpu_attention_spec {
 	double xqa_hmma_unit_s;		/* s; the least time of a work unit of XQA's
 					 * mma.sync kernel (Hopper with a 16-bit KV
 					 * cache); 0 = none */
+	double trtllm_ctx16_eff;	/* TensorRT-LLM's context FMHA in 16 bits
+					 * (engine prefill_kernel trtllm): of
+					 * the clock-scaled bf16 peak; 0: the
+					 * flash kernel's fwd_efficiency */
 	double trtllm_mla_eff;		/* TensorRT-LLM's MLA generation kernel
 					 * (absorbed MLA decode), 16-bit KV cache:
 					 * fraction of the clock-scaled bf16 peak;

@@ -151,6 +151,13 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, xqa_hmma_unit_s),
 	  .def = "0 us", .max = 1e-3, .flags = SF_OPTIONAL,
 	  .help = "XQA's mma.sync kernel (16-bit KV): a unit's least time" },
+	{ .key = "trtllm_ctx16_efficiency", .type = ST_NUM,
+	  .offset = offsetof(struct gpu_attention_spec, trtllm_ctx16_eff),
+	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "TensorRT-LLM's context FMHA in 16 bits (engine "
+		  "prefill_kernel trtllm, a 16-bit KV cache and an unquantized "
+		  "attention output): fraction of the clock-scaled bf16 peak "
+		  "(0: fwd_efficiency, the flash kernel's)" },
 	{ .key = "trtllm_mla_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, trtllm_mla_eff),
 	  .min = 0, .max = 1, .flags = SF_OPTIONAL | SF_FIT,

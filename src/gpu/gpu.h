@@ -323,6 +323,9 @@ struct gpu_attn_heads {
 				 * it may see (vLLM's Triton unified
 				 * attention, BLOCK_M), its K/V read through
 				 * L2 once a program; 0: flash tiling */
+	double fwd_efficiency;	/* prefill: the kernel's fraction of the
+				 * clock-scaled peak; 0: the GPU's
+				 * attention.fwd_efficiency */
 };
 
 /* Prefill (chunks of q >= 1 tokens, flash attention over the cached

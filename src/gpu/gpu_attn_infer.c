@@ -265,7 +265,8 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
-	rate = gpu_attn_rate(g, dt, g->attention.fwd_efficiency,
+	rate = gpu_attn_rate(g, dt, h->fwd_efficiency > 0 ? h->fwd_efficiency :
+			     g->attention.fwd_efficiency,
 			     h->head_dim_qk, h->head_dim_v, 0);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	tile_s = b * b * pair_flops(h) / (rate / cus);

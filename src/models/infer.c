@@ -223,6 +223,33 @@ static void quant_rules(const struct job_spec *j, struct infer_dims *d)
 			     d->compute != DTYPE_FP8;
 }
 
+/* Whether TensorRT-LLM's attention op (engine prefill_kernel trtllm) runs
+ * its context FMHA in 16 bits. The op takes its FP8 FMHA when it writes
+ * a quantized output or reads an FP8 cache through the paged context
+ * FMHA: mFP8ContextFMHA = is_fp8_out || is_fp4_out || (hasFp8KvCache()
+ * && use_paged_context_fmha) (NVIDIA/TensorRT-LLM cpp/tensorrt_llm/thop/
+ * attentionOp.cpp, stored versions of late 2025 and 2026). is_fp8_out /
+ * is_fp4_out: the op writes o_proj's FP8 / NVFP4 input itself (an
+ * out_scale from a quantized o_proj, modules/attention.py; here a GEMM
+ * input narrower than 16 bits, the quantization fused, o_proj not
+ * excluded). An FP8 cache forces the paged context FMHA at 1.3.0rc20
+ * (attention_backend/trtllm.py, nvbug 5624818, as aiconfigurator's
+ * collector notes; collector/trtllm/collect_attn.py @ 095f58a5) [?: not
+ * read at 1.0]: its rows with an FP8 cache time as its FP8 ones. So the
+ * 16-bit kernel runs with a 16-bit cache and an unquantized output
+ * (gpt-oss on Hopper: bf16 attention, "kv_cache dtype auto"). MLA's
+ * context (its own kernels and tables) is left out. */
+static int ctx16(const struct job_spec *j, const struct infer_dims *d)
+{
+	const struct engine_spec *e = j->serving.engine;
+	int out_quant = d->gemm_a_B < d->act_B &&
+			d->quant_fusion >= ENGINE_QFUSE_ALL &&
+			!(d->qexcl & QX_ATTN_OUT);
+
+	return e && e->prefill_kernel == ENGINE_PREFILL_TRTLLM && !d->mla &&
+	       d->kv_B >= d->act_B && !out_quant;
+}
+
 /* The block-table copy of vLLM V1 (engine block_table_copy;
  * vllm-project/vllm v1/worker/block_table.py, as in ROCm/vllm 0909_rc3
  * @ 6663000a: MultiGroupBlockTable gives each request a row of
@@ -376,6 +403,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 		d->gdn_conv = (double)m->linear_conv_kernel_dim;
 	}
 	quant_rules(j, d);
+	d->trtllm_ctx16 = ctx16(j, d);
 }
 
 /* ---- the op list ---- */

@@ -240,6 +240,9 @@ struct infer_dims {
 				 * fabric port); 0: none modelled */
 	int trtllm_decode;	/* decode attention splits by the GPU's
 				 * TensorRT-LLM rule (engine decode_kernel) */
+	int trtllm_ctx16;	/* prefill attention is TensorRT-LLM's
+				 * 16-bit context FMHA (engine prefill_kernel
+				 * trtllm, infer.c ctx16) */
 	double decode_partition; /* keys per unit of a fixed-partition decode
 				 * kernel (engine decode_partition); 0: none */
 	int skinny_rows;	/* quantized GEMMs of <= rows: one kernel */

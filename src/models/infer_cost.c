@@ -291,6 +291,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		} else if (d->index_topk > 0 && d->dsa_pad_heads > 0) {
 			return sparse_gather_cost(d, kind, g, grp, n, 0);
 		}
+		if (d->trtllm_ctx16 && !op->dense_mha)
+			h.fwd_efficiency = g->attention.trtllm_ctx16_eff;
 		return gpu_attention_prefill(g, d->base, &h, grp, n);
 	case IK_ATTN_DECODE:
 		n = groups_of(b, 0, kind, grp);
