@@ -47,11 +47,11 @@ static const struct schema_field opt_step_fields[] = {
 		  "add, addcdiv; SGD as fused)" },
 	{ .key = "decoupled_decay", .type = ST_BOOL,
 	  .offset = SOFF(decoupled_decay), .def = "false",
-	  .help = "foreach update with AdamW's decoupled weight decay "
-		  "(weight_decay != 0): _foreach_mul_ of the parameters by "
-		  "1 - lr wd, one more multi_tensor_apply pass (read and write "
-		  "the stepped parameters); the fused and eager updates "
-		  "include it" },
+	  .help = "AdamW's decoupled weight decay (weight_decay != 0): "
+		  "under update foreach one more multi_tensor_apply pass "
+		  "(_foreach_mul_ of the parameters by 1 - lr wd: read and "
+		  "write the stepped parameters); the fused and eager updates "
+		  "decay inside their own pass, so there it adds nothing" },
 	{ .key = "copy_params", .type = ST_BOOL, .offset = SOFF(copy_params),
 	  .def = "false",
 	  .help = "with master weights, copy them to the 16-bit model weights "
@@ -742,27 +742,6 @@ static int per_token_loss_check(const struct framework_spec *f,
 	return -1;
 }
 
-/* optimizer_step.decoupled_decay is the foreach update's own pass: the
- * fused kernel (torch._fused_adamw_, apex / TE FusedAdam adam_w_mode) and
- * the eager loop (param.mul_) decay inside their update, so with them
- * the key would count nothing. Reported at the key. -1 after an error. */
-static int decoupled_decay_check(const struct framework_spec *f,
-				 const struct schema_at *at, struct diag *d)
-{
-	const struct cnode *o = at->map ? cnode_get(at->map, "optimizer_step") :
-				NULL;
-	const struct cnode *v = o ? cnode_get(o, "decoupled_decay") : NULL;
-
-	if (!f->optimizer_step.decoupled_decay ||
-	    f->optimizer_step.update == OPT_UPDATE_FOREACH)
-		return 0;
-	cnode_error(d, v ? v : o ? o : at->map, "'%s%soptimizer_step."
-		    "decoupled_decay' needs update foreach (the fused and eager "
-		    "updates decay the parameters inside their own pass)",
-		    at->path ? at->path : "", at->path ? "." : "");
-	return -1;
-}
-
 static int framework_check(void *obj, const struct schema_at *at,
 			   struct diag *d)
 {
@@ -772,8 +751,7 @@ static int framework_check(void *obj, const struct schema_at *at,
 	const struct cnode *v = e ? cnode_get(e, "grouped_gemm_fwd_kernel_arch") :
 			       NULL;
 
-	if (per_token_loss_check(f, at, d) != 0 ||
-	    decoupled_decay_check(f, at, d) != 0)
+	if (per_token_loss_check(f, at, d) != 0)
 		return -1;
 	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;

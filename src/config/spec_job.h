@@ -245,8 +245,8 @@ struct opt_step_spec {
 	int grad_norm;		/* the gradient-norm pass of clipping */
 	int grad_clip;		/* gradients scaled by the clip coefficient every step */
 	int update;		/* enum opt_update_impl */
-	int decoupled_decay;	/* foreach update: AdamW's decoupled weight decay,
-				 * a pass of its own over the parameters */
+	int decoupled_decay;	/* AdamW's decoupled weight decay: a pass of its
+				 * own under the foreach update only */
 	int copy_params;	/* fp32 master weights copied to the 16-bit model weights */
 	int zero_grad;		/* the gradient buffer zeroed for the next step */
 };
