@@ -263,7 +263,7 @@ static void version_line(struct run *r, const char *line)
 
 		snprintf(r->tests, sizeof(r->tests), "%.4s-tests %.*s", who,
 			 (int)utf8_fit(p + 15, strcspn(p + 15, " \t\r\n"),
-				       sizeof(r->tests) - 11), p + 15);
+				       sizeof(r->tests) - 12), p + 15);
 		json_safe(r->tests);
 	}
 	if ((p = strstr(line, "nccl-library=")) && !r->version[0]) {

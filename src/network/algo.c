@@ -150,7 +150,7 @@ static double net_peer_chans(const struct algo_ctx *x)
 		c = ceil(B / np->channel_Bps * (1 - 1e-12));
 	if (np->halve == NET_HALVE_RANKS)
 		while (c * P > 4 * K0 && c > 1)
-			c /= 2;
+			c = floor(c / 2);	/* NCCL's int >>= 1 */
 	if (c < nics)
 		c = nics;
 	c = pow2_up(c);

@@ -23,6 +23,13 @@
 				 * its capacity left counts as saturated (and
 				 * the residual's rounding, ~1e-16 n of the
 				 * capacity, stays ~1e-13 n of the rate) */
+#define LOCAL_TIE 1e-9	/* a rate within this share below another's
+				 * ties it: a locally settled rate is a
+				 * residual, an ulp or two off the rate a
+				 * solve gives its equals (a solve keeps a
+				 * change under 1e-12), so the exact test
+				 * could take a tied sharer for a slower one
+				 * and settle its departure without it */
 #define SPARE_MARGIN (1 + 1e-6)	/* set aside past this times a rate alone */
 
 /* One constraint a variable uses (owned by the variable). */

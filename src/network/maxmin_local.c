@@ -53,7 +53,8 @@ static double left_of(const struct mm *m, const struct cons *c,
 	return left;
 }
 
-/* Whether someone on c other than v is at least as fast as r. */
+/* Whether someone on c other than v is at least as fast as r (to
+ * LOCAL_TIE). */
 static int someone_as_fast(const struct mm *m, const struct cons *c,
 			   mm_id v, double r)
 {
@@ -61,7 +62,7 @@ static int someone_as_fast(const struct mm *m, const struct cons *c,
 
 	for (k = 0; k < c->n; k++)
 		if (c->list[k].var != v &&
-		    rate_now(&m->vars[c->list[k].var]) >= r)
+		    rate_now(&m->vars[c->list[k].var]) >= r * (1 - LOCAL_TIE))
 			return 1;
 	return 0;
 }
@@ -225,7 +226,8 @@ int mm_guest_leave(const struct mm *m, uint32_t n, const double *coef,
 		walk += cnt[i] + 1;
 		if (left[i] - coef[i] * rate_Bps > LOCAL_SLACK * cap[i])
 			continue;
-		if (walk > LOCAL_MAX_WALK || maxr[i] >= rate_Bps)
+		if (walk > LOCAL_MAX_WALK ||
+		    maxr[i] >= rate_Bps * (1 - LOCAL_TIE))
 			return 0;
 	}
 	return 1;

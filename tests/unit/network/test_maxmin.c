@@ -247,3 +247,36 @@ Test(net_mm, usage_follows_coefficients_through_every_removal)
 	cr_assert_float_eq(mm_rate(m, g), 6.0, EPS);
 	mm_free(m);
 }
+
+Test(net_mm, a_tied_sharer_is_not_left_behind_by_a_local_departure)
+{
+	/* Link A 2 GB/s, link E 4/3 GB/s. u crosses A twice and E once,
+	 * z crosses E: E splits 2/3 GB/s each (A has 2 - 4/3 left). w joins
+	 * on A alone and is settled locally from A's residual: (2e9 -
+	 * 2 x 2e9/3) = 2e9/3, an ulp or so off u's 2e9/3. z leaves: a full
+	 * solve ties u and w at 2e9/3 (A: 2 u + w = 2e9) and keeps w's old
+	 * residual rate (the change is under 1e-12). When w leaves, u is
+	 * A's only user: max-min gives it A / 2 = 1 GB/s (E alone would
+	 * allow 4/3). The exact "someone as fast" test took u for slower
+	 * than w by that ulp and settled w's departure without re-solving
+	 * u, which stayed at 2/3 GB/s (33 % low). */
+	struct mm *m = mm_new();
+	double third = 2e9 / 3;
+	mm_id A = mm_cons_add(m, 2e9), E = mm_cons_add(m, 2 * third);
+	mm_id cu[2] = {A, E}, u, z, w;
+	double au[2] = {2, 1}, one = 1;
+
+	u = mm_var_add(m, cu, au, 2, 0, NULL);
+	z = mm_var_add(m, &E, &one, 1, 0, NULL);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, u), third, third * 1e-12);
+	w = mm_var_add(m, &A, &one, 1, 0, NULL);
+	mm_solve(m, NULL, NULL);
+	mm_var_remove(m, z);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, w), third, third * 1e-12);
+	mm_var_remove(m, w);
+	mm_solve(m, NULL, NULL);
+	cr_assert_float_eq(mm_rate(m, u), 1e9, 1e9 * 1e-12);
+	mm_free(m);
+}
