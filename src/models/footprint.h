@@ -69,6 +69,10 @@ void footprint_per_param(const struct job_spec *j, double *w_B,
 void footprint_expert_per_param(const struct job_spec *j, double *w_B,
 				double *g_B, double *o_B);
 
+/* The kind of layer i of the job's model (MoE, window, chunk, linear
+ * attention, block pattern, NoPE) as layer.c prices it. */
+struct layer_kind footprint_kind_of(const struct job_spec *j, int64_t i);
+
 /* Parameters of layer `layer` (whole model, not divided by any degree):
  * dense (attention, norms, router, shared experts, dense MLP) and routed
  * experts (all E). */
