@@ -184,6 +184,33 @@ margs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
 	>"$tmp/moe.yaml" 2>"$tmp/err" &&
 	grep -q '^  permute_fusion: true$' "$tmp/moe.yaml" ||
 	bad "MoE import with --moe-permute-fusion: $(cat "$tmp/err")"
+# The experts' activation flags (they were 'Unknown to llmsim, ignored'):
+# --use-transformer-engine-op-fuser turns off the second kernel of the
+# weighted GLU's backward (framework glu_probs_grad_kernel, true in the
+# megatron-core preset), --no-bias-swiglu-fusion runs the gated activation
+# eagerly; both go into the framework's elementwise mapping. The op fuser's
+# step is shorter than the preset's (one kernel less a layer-microbatch),
+# the eager activation's longer (two kernels forward, four backward).
+gargs="$margs --swiglu --disable-bias-linear"
+"$llmsim" config import-megatron "$gargs" --gpus 8 >"$tmp/g0.yaml" 2>"$tmp/err" ||
+	bad "gated MoE import: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$gargs --use-transformer-engine-op-fuser --no-bias-swiglu-fusion" \
+	--gpus 8 >"$tmp/g2.yaml" 2>"$tmp/err" || bad "import the activation flags: $(cat "$tmp/err")"
+sed -n '/^framework:$/,/^training:$/p' "$tmp/g2.yaml" | tr '\n' '|' |
+	grep -q '^framework:|  preset: megatron-core|  elementwise:|    glu_probs_grad_kernel: false|    eager_activation: true|training:|$' &&
+	! grep -q 'Unknown to llmsim' "$tmp/g2.yaml" ||
+	bad "activation flags: $(sed -n '/^framework:/,/^training:/p' "$tmp/g2.yaml")"
+step() {
+	"$llmsim" run "$1" --json --no-store 2>/dev/null |
+		sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' | head -1
+}
+"$llmsim" config import-megatron "$gargs --use-transformer-engine-op-fuser" --gpus 8 \
+	>"$tmp/gf.yaml" 2>"$tmp/err" || bad "import the op fuser: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$gargs --no-bias-swiglu-fusion" --gpus 8 \
+	>"$tmp/ge.yaml" 2>"$tmp/err" || bad "import the eager activation: $(cat "$tmp/err")"
+s0=$(step "$tmp/g0.yaml"); sf=$(step "$tmp/gf.yaml"); se=$(step "$tmp/ge.yaml")
+awk -v a="$s0" -v f="$sf" -v e="$se" 'BEGIN { exit !(a + 0 > 0 && f + 0 < a + 0 && e + 0 > a + 0) }' ||
+	bad "activation flags' steps: preset $s0, op fuser $sf, eager $se"
 
 # Incomplete (no --hidden-size) and bad values: exit 2 with a message.
 "$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \

@@ -475,17 +475,39 @@ static void finish_import(struct arena *a, struct imported *im)
 
 /* ---- the job ---------------------------------------------------------- */
 
-/* Print the section (model, training, ...) of the imported keys. */
+/* Print the section (model, training, ...) of the imported keys; a key
+ * one level further down (framework.elementwise.eager_activation) goes
+ * into its sub-section's mapping, printed once where it first appears. */
 static void put_section(FILE *out, const struct imported *im,
 			const char *sect, int indent)
 {
 	size_t n = strlen(sect);
-	int i;
+	int i, j;
 
-	for (i = 0; i < im->n; i++)
-		if (strncmp(im->key[i], sect, n) == 0 && im->key[i][n] == '.')
-			fprintf(out, "%*s%s: %s\n", indent, "", im->key[i] + n + 1,
-				im->val[i]);
+	for (i = 0; i < im->n; i++) {
+		const char *k = im->key[i] + n + 1, *dot;
+
+		if (strncmp(im->key[i], sect, n) != 0 || im->key[i][n] != '.')
+			continue;
+		dot = strchr(k, '.');
+		if (!dot) {
+			fprintf(out, "%*s%s: %s\n", indent, "", k, im->val[i]);
+			continue;
+		}
+		for (j = 0; j < i; j++)	/* printed with an earlier key */
+			if (strncmp(im->key[j], im->key[i],
+				    (size_t)(dot - im->key[i]) + 1) == 0)
+				break;
+		if (j < i)
+			continue;
+		fprintf(out, "%*s%.*s:\n", indent, "", (int)(dot - k), k);
+		for (j = i; j < im->n; j++)
+			if (strncmp(im->key[j], im->key[i],
+				    (size_t)(dot - im->key[i]) + 1) == 0)
+				fprintf(out, "%*s%s: %s\n", indent + 2, "",
+					im->key[j] + (dot - im->key[i]) + 1,
+					im->val[j]);
+	}
 }
 
 static int section_count(const struct imported *im, const char *sect)

@@ -64,6 +64,31 @@ static const struct marg margs[] = {
 	{ "--moe-permute-fusion", M_FLAG, "moe.permute_fusion", "true", NULL,
 	  "Transformer Engine's fused permute; Megatron's default is off "
 	  "(false)" },
+	/* TransformerConfig use_transformer_engine_op_fuser (an argument of
+	 * its own through the config's fields): TEGroupedMLP runs Transformer
+	 * Engine's op-fuser grouped MLP (experts.py _with_fused_impl,
+	 * NVIDIA/Megatron-LM @ 2a75ac12c), not Megatron-Core's torch.compile'd
+	 * weighted_swiglu_back: the fused cuTe DSL MLP's FC2 dgrad writes the
+	 * probabilities' gradient (Blackwell, TE @ d0067d0da
+	 * ops/fused/grouped_mlp.py dprob_tensor), and the unfused ops'
+	 * ScaledSwiGLU backward (tex.scaled_dswiglu) takes both gradients in
+	 * one kernel, one block a row (common/activation/scaled_activation.cu
+	 * scaled_gated_backward_kernel: TE #3132, 215e15e0e, 2026-07-14, in
+	 * v2.18; older TE recomputed the GLU for a vecdot) */
+	{ "--use-transformer-engine-op-fuser", M_FLAG,
+	  "framework.elementwise.glu_probs_grad_kernel", "false", NULL,
+	  "Transformer Engine's op-fuser grouped MLP (TE >= 2.18): the "
+	  "routing probabilities' gradient inside the activation's backward "
+	  "kernel" },
+	/* arguments.py: store_false into bias_swiglu_fusion, which
+	 * argument_utils.py passes as bias_activation_fusion with --swiglu;
+	 * without it MLP.forward and TEGroupedMLP's bias_act_func run
+	 * glu(x) = silu(x_glu) * x_linear on torch.chunk's halves, eager
+	 * (mlp.py, experts.py @ 2a75ac12c) */
+	{ "--no-bias-swiglu-fusion", M_FLAG,
+	  "framework.elementwise.eager_activation", "true", NULL,
+	  "with --swiglu: the gated activation as PyTorch ops on the two "
+	  "halves; Megatron fuses it by default" },
 	{ "--mtp-num-layers", M_INT, "moe.mtp_layers", NULL, NULL,
 	  "MTP modules; the layout's m count must match" },
 	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },
