@@ -184,6 +184,37 @@ margs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
 	>"$tmp/moe.yaml" 2>"$tmp/err" &&
 	grep -q '^  permute_fusion: true$' "$tmp/moe.yaml" ||
 	bad "MoE import with --moe-permute-fusion: $(cat "$tmp/err")"
+# Megatron's MoE defaults where llmsim's differ (TransformerConfig @
+# 2a75ac12c): the allgather dispatcher, the router in the parameters'
+# dtype (bf16 here); and the MoE arguments: flex with its backend, the EP
+# overlap with delayed wgrad, the router's fp32, the expert TP size.
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4" --gpus 8 \
+	>"$tmp/md.yaml" 2>"$tmp/err" || bad "MoE defaults: $(cat "$tmp/err")"
+grep -q '^  dispatcher: allgather$' "$tmp/md.yaml" && grep -q '^  router_dtype: bf16$' "$tmp/md.yaml" ||
+	bad "MoE defaults: $(sed -n '/^moe:/,$p' "$tmp/md.yaml")"
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --expert-tensor-parallel-size 1
+ --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-router-dtype fp32
+ --overlap-moe-expert-parallel-comm --delay-wgrad-compute --moe-shared-expert-overlap" --gpus 8 \
+	>"$tmp/mf.yaml" 2>"$tmp/err" || bad "MoE flags: $(cat "$tmp/err")"
+for want in "etp: 1" "dispatcher: hybridep" "router_dtype: fp32" "a2a_overlap: true" \
+	"delay_wgrad: true" "shared_expert_overlap: true"; do
+	grep -q "^  $want$" "$tmp/mf.yaml" || bad "MoE flags: no '$want'"
+done
+! grep -q 'Unknown to llmsim' "$tmp/mf.yaml" || bad "MoE flags: $(grep Unknown "$tmp/mf.yaml")"
+"$llmsim" run "$tmp/mf.yaml" --no-store >/dev/null 2>&1 || bad "the MoE flags' import does not run"
+"$llmsim" config import-megatron "$margs --moe-token-dispatcher-type flex" --gpus 8 \
+	2>/dev/null | grep -q '^  dispatcher: deepep$' || bad "flex's default backend is not deepep"
+"$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
+# --fp8-format's fp8 GEMMs stand whether --bf16 comes before or after it
+# (after it, the import read bf16).
+"$llmsim" config import-megatron "$margs --fp8-format hybrid" --gpus 8 2>/dev/null |
+	grep -q '^  dtype: fp8$' || bad "--bf16 --fp8-format: not fp8"
+"$llmsim" config import-megatron "$(echo "$margs" | sed 's/--bf16//') --fp8-format hybrid --bf16" \
+	--gpus 8 >"$tmp/f8.yaml" 2>/dev/null
+grep -q '^  dtype: fp8$' "$tmp/f8.yaml" && grep -q '^  router_dtype: bf16$' "$tmp/f8.yaml" ||
+	bad "--fp8-format --bf16: $(grep dtype "$tmp/f8.yaml")"
+
 # The experts' activation flags (they were 'Unknown to llmsim, ignored'):
 # --use-transformer-engine-op-fuser turns off the second kernel of the
 # weighted GLU's backward (framework glu_probs_grad_kernel, true in the

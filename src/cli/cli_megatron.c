@@ -262,6 +262,16 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 			im->pp = atol(v);
 		return 0;
 	case M_FLAG:
+		/* --bf16 / --fp16 are the parameters' dtype (and an MoE
+		 * router's by default, finish_import); --fp8-format's fp8
+		 * GEMMs stand whichever of them comes first */
+		if (strcmp(m->key, "training.dtype") == 0) {
+			const char *had = get(im, m->key);
+
+			set(im, "(params dtype)", m->value);
+			if (had && strcmp(had, "fp8") == 0)
+				return 0;
+		}
 		set(im, m->key, m->value);
 		return 0;
 	case M_STR:
@@ -436,6 +446,25 @@ static int layout_vpp(struct arena *a, struct imported *im, struct diag *d)
 }
 
 /* Megatron's defaults and the derived keys. */
+/* Megatron's MoE defaults where llmsim's differ (TransformerConfig @
+ * NVIDIA/Megatron-LM 2a75ac12c): moe_token_dispatcher_type "allgather"
+ * (llmsim: alltoall); "flex" runs moe_flex_dispatcher_backend, "deepep"
+ * unless given (--moe-enable-deepep, deprecated, says deepep too); and
+ * moe_router_dtype None: the router's GEMM in its input's dtype, the
+ * parameters' (router.py gating; llmsim: fp32). */
+static void moe_defaults(struct imported *im)
+{
+	const char *t = get(im, "(dispatcher)"), *b = get(im, "(flex backend)");
+
+	if (!t)
+		t = "allgather";
+	set(im, "moe.dispatcher", strcmp(t, "flex") != 0 ? t :
+	    b ? b : "deepep");
+	if (!get(im, "moe.router_dtype"))
+		set(im, "moe.router_dtype", get(im, "(params dtype)") ?
+		    get(im, "(params dtype)") : "fp32");
+}
+
 static void finish_import(struct arena *a, struct imported *im)
 {
 	const char *h = get(im, "model.hidden_size");
@@ -459,6 +488,8 @@ static void finish_import(struct arena *a, struct imported *im)
 	 * llmsim's default is Megatron-Bridge's MoE bridges' True */
 	if (get(im, "model.n_routed_experts") && !get(im, "moe.permute_fusion"))
 		set(im, "moe.permute_fusion", "false");
+	if (get(im, "model.n_routed_experts"))
+		moe_defaults(im);
 	/* Megatron's add_bias_linear (every linear layer's bias) unless
 	 * --disable-bias-linear; --add-qkv-bias sets the attention's. */
 	if (!get(im, "model.attention_bias"))

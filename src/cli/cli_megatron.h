@@ -10,7 +10,7 @@
 #define LLMSIM_CLI_CLI_MEGATRON_H
 
 /* Job keys one import sets at most: the table's, and the derived ones. */
-#define CLI_MEGATRON_KEYS 72
+#define CLI_MEGATRON_KEYS 96
 
 enum mtype {
 	M_INT,		/* a whole number, copied */

@@ -19,6 +19,11 @@ static const char *const pos_vals[] = {
 static const char *const recompute_vals[] = {
 	"full", "full", "selective", "selective", NULL };
 static const char *const opt_vals[] = { "adam", "adam", "sgd", "sgd", NULL };
+static const char *const dispatcher_vals[] = {
+	"allgather", "allgather", "alltoall", "alltoall", "flex", "flex", NULL };
+static const char *const flex_vals[] = {
+	"deepep", "deepep", "hybridep", "hybridep", NULL };
+static const char *const router_dtype_vals[] = { "fp32", "fp32", NULL };
 static const char *const fp8_vals[] = {
 	"e4m3", "fp8", "hybrid", "fp8", NULL };
 
@@ -89,6 +94,32 @@ static const struct marg margs[] = {
 	  "framework.elementwise.eager_activation", "true", NULL,
 	  "with --swiglu: the gated activation as PyTorch ops on the two "
 	  "halves; Megatron fuses it by default" },
+	/* The MoE layer's arguments (TransformerConfig fields @
+	 * NVIDIA/Megatron-LM 2a75ac12c, arguments through
+	 * ArgumentGroupFactory): Megatron's defaults are set in
+	 * finish_import (moe_defaults) */
+	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
+	  NULL, "default the tensor-parallel size, as Megatron" },
+	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
+	  dispatcher_vals, "moe.dispatcher: allgather (Megatron's default), "
+	  "alltoall, or flex's backend" },
+	{ "--moe-flex-dispatcher-backend", M_STR, "(flex backend)", NULL,
+	  flex_vals, "with flex: moe.dispatcher deepep (default) or hybridep" },
+	{ "--moe-enable-deepep", M_FLAG, "(flex backend)", "deepep", NULL,
+	  "deprecated: flex's backend deepep" },
+	{ "--moe-router-dtype", M_STR, "moe.router_dtype", NULL,
+	  router_dtype_vals, "without it the parameters' dtype, as "
+	  "Megatron's router" },
+	{ "--overlap-moe-expert-parallel-comm", M_FLAG, "moe.a2a_overlap",
+	  "true", NULL, NULL },
+	{ "--delay-wgrad-compute", M_FLAG, "moe.delay_wgrad", "true", NULL,
+	  NULL },
+	{ "--moe-shared-expert-overlap", M_FLAG, "moe.shared_expert_overlap",
+	  "true", NULL, NULL },
+	{ "--moe-pad-expert-input-to-capacity", M_FLAG, "moe.pad_to_capacity",
+	  "true", NULL, NULL },
+	{ "--moe-router-padding-for-quantization", M_FLAG,
+	  "moe.router_padding", "true", NULL, NULL },
 	{ "--mtp-num-layers", M_INT, "moe.mtp_layers", NULL, NULL,
 	  "MTP modules; the layout's m count must match" },
 	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },
