@@ -206,6 +206,16 @@ done
 	2>/dev/null | grep -q '^  dispatcher: deepep$' || bad "flex's default backend is not deepep"
 "$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
+# Token dropping: the capacity factor (a number) and the padding to it.
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --moe-token-dispatcher-type alltoall
+ --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity" --gpus 8 \
+	>"$tmp/mc.yaml" 2>"$tmp/err" || bad "capacity: $(cat "$tmp/err")"
+grep -q '^  capacity_factor: 1.25$' "$tmp/mc.yaml" && grep -q '^  pad_to_capacity: true$' "$tmp/mc.yaml" ||
+	bad "capacity: $(sed -n '/^moe:/,$p' "$tmp/mc.yaml")"
+"$llmsim" run "$tmp/mc.yaml" --no-store >/dev/null 2>&1 || bad "the capacity import does not run"
+"$llmsim" config import-megatron "$margs --moe-expert-capacity-factor lots" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "moe-expert-capacity-factor: expected a number above 0 and at most 1000, got 'lots'" "$tmp/err" ||
+	bad "bad capacity factor: $(cat "$tmp/err")"
 # --fp8-format's fp8 GEMMs stand whether --bf16 comes before or after it
 # (after it, the import read bf16).
 "$llmsim" config import-megatron "$margs --fp8-format hybrid" --gpus 8 2>/dev/null |

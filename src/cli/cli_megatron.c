@@ -285,6 +285,19 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		return -1;
 	case M_LIST:
 		return take_list(im, m, arg, v, d);
+	case M_NUM: {
+		char *end;
+		double x = strtod(v, &end);
+
+		if (!*v || *end || !(x > 0 && x <= 1000)) {
+			diag_error(d, "megatron", 0, 0, "%s: expected a "
+				   "number above 0 and at most 1000, got '%s'",
+				   arg, v);
+			return -1;
+		}
+		set(im, m->key, v);
+		return 0;
+	}
 	case M_DROPOUT: {
 		char *end;
 		double p = strtod(v, &end);
@@ -314,7 +327,8 @@ static int takes_value(const struct marg *m)
 {
 	return m->type == M_INT || m->type == M_STR ||
 	       m->type == M_VPP_LAYERS || m->type == M_IGNORED ||
-	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT;
+	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT ||
+	       m->type == M_NUM;
 }
 
 static void note_word(const char **list, int *n, int *more, const char *a)

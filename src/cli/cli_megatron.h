@@ -21,6 +21,7 @@ enum mtype {
 			 * `values` (llmsim's names), as a list */
 	M_DROPOUT,	/* a probability; any > 0 (or absent: Megatron's
 			 * 0.1) turns training.dropout on */
+	M_NUM,		/* a number > 0 (at most 1000), copied */
 	M_PP_LAYOUT,	/* a pipeline layout string, quoted; its stages / pp
 			 * give vpp */
 	M_IGNORED,	/* takes a value; no effect on the step */

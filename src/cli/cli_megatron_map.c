@@ -116,6 +116,9 @@ static const struct marg margs[] = {
 	  NULL },
 	{ "--moe-shared-expert-overlap", M_FLAG, "moe.shared_expert_overlap",
 	  "true", NULL, NULL },
+	{ "--moe-expert-capacity-factor", M_NUM, "moe.capacity_factor", NULL,
+	  NULL, "token dropping past this times the mean (Megatron's "
+	  "default None: dropless)" },
 	{ "--moe-pad-expert-input-to-capacity", M_FLAG, "moe.pad_to_capacity",
 	  "true", NULL, NULL },
 	{ "--moe-router-padding-for-quantization", M_FLAG,
@@ -263,6 +266,8 @@ static const char *type_text(const struct marg *m, char *buf, size_t len)
 		return "N";
 	case M_DROPOUT:
 		return "P";
+	case M_NUM:
+		return "X";
 	case M_PP_LAYOUT:
 		return "LAYOUT";
 	case M_IGNORED_FLAG:
