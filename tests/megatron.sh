@@ -206,6 +206,33 @@ done
 	2>/dev/null | grep -q '^  dispatcher: deepep$' || bad "flex's default backend is not deepep"
 "$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
+# A job's step time in seconds (llmsim run --json).
+step() {
+	"$llmsim" run "$1" --json --no-store 2>/dev/null |
+		sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' | head -1
+}
+# --moe-layer-freq (arguments.py moe_freq_type): N is model.moe_layer_freq;
+# a list pattern (DeepSeek-V3's "([0]*3+[1]*58)") gives model.moe_layers,
+# its length the layer count (Megatron asserts it); a count on either side
+# of '*', groups repeated. 4 layers: [0]*1+[1]*3 -> MoE layers 1 2 3;
+# 2*([0]+[1]) -> 1 3. Dense layers make a shorter step than all-MoE.
+"$llmsim" config import-megatron "$margs --moe-layer-freq ([0]*1+[1]*3)" --gpus 8 \
+	>"$tmp/lf.yaml" 2>"$tmp/err" || bad "moe-layer-freq pattern: $(cat "$tmp/err")"
+grep -q '^  moe_layers: \[1, 2, 3\]$' "$tmp/lf.yaml" || bad "pattern: $(grep moe_layers "$tmp/lf.yaml")"
+"$llmsim" config import-megatron "$margs --moe-layer-freq 2*([0]+[1])" --gpus 8 2>/dev/null |
+	grep -q '^  moe_layers: \[1, 3\]$' || bad "pattern with a leading count"
+"$llmsim" config import-megatron "$margs --moe-layer-freq 2" --gpus 8 2>/dev/null |
+	grep -q '^  moe_layer_freq: 2$' || bad "--moe-layer-freq N"
+"$llmsim" config import-megatron "$margs" --gpus 8 >"$tmp/la.yaml" 2>/dev/null
+sa=$(step "$tmp/la.yaml"); sl=$(step "$tmp/lf.yaml")
+awk -v a="$sa" -v l="$sl" 'BEGIN { exit !(l + 0 > 0 && l + 0 < a + 0) }' ||
+	bad "one dense layer of 4: step $sl, all MoE $sa"
+for f in '([0]*1+[1]*4)/the pattern has 5 layers, --num-layers 4' \
+	'([0]*4)/no MoE layer' '[2]*4/a list item is not 0 or 1' \
+	'([0]+[1]*3/expected .)' 'x/expected a whole number from 1 or a list pattern'; do
+	"$llmsim" config import-megatron "$margs --moe-layer-freq ${f%%/*}" >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "${f#*/}" "$tmp/err" || bad "bad pattern ${f%%/*}: $(cat "$tmp/err")"
+done
 # Token dropping: the capacity factor (a number) and the padding to it.
 "$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --moe-token-dispatcher-type alltoall
  --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity" --gpus 8 \
@@ -241,10 +268,6 @@ sed -n '/^framework:$/,/^training:$/p' "$tmp/g2.yaml" | tr '\n' '|' |
 	grep -q '^framework:|  preset: megatron-core|  elementwise:|    glu_probs_grad_kernel: false|    eager_activation: true|training:|$' &&
 	! grep -q 'Unknown to llmsim' "$tmp/g2.yaml" ||
 	bad "activation flags: $(sed -n '/^framework:/,/^training:/p' "$tmp/g2.yaml")"
-step() {
-	"$llmsim" run "$1" --json --no-store 2>/dev/null |
-		sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' | head -1
-}
 "$llmsim" config import-megatron "$gargs --use-transformer-engine-op-fuser" --gpus 8 \
 	>"$tmp/gf.yaml" 2>"$tmp/err" || bad "import the op fuser: $(cat "$tmp/err")"
 "$llmsim" config import-megatron "$gargs --no-bias-swiglu-fusion" --gpus 8 \

@@ -106,6 +106,7 @@ struct imported {
 	int no_bias;			/* --disable-bias-linear seen */
 	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
+	long moe_pattern;		/* --moe-layer-freq list's length */
 	int vpp_given;			/* --num-layers-per-virtual-... seen */
 	int64_t layout_stages;		/* --pipeline-model-parallel-layout's;
 					 * 0: not given */
@@ -285,6 +286,33 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		return -1;
 	case M_LIST:
 		return take_list(im, m, arg, v, d);
+	case M_MOE_FREQ: {
+		const char *list, *err;
+
+		if (!strchr(v, '[')) {	/* N: layer i is MoE when i % N == 0 */
+			if (!whole(v) || atol(v) < 1) {
+				diag_error(d, "megatron", 0, 0, "%s: expected a "
+					   "whole number from 1 or a list "
+					   "pattern, got '%s'", arg, v);
+				return -1;
+			}
+			set(im, "model.moe_layer_freq", v);
+			return 0;
+		}
+		list = cli_megatron_moe_layers(im->arena, v, &im->moe_pattern,
+					       &err);
+		if (!list && !err) {
+			diag_oom(d);
+			return -1;
+		}
+		if (!list) {
+			diag_error(d, "megatron", 0, 0, "%s '%s': %s", arg, v,
+				   err);
+			return -1;
+		}
+		set(im, m->key, list);
+		return 0;
+	}
 	case M_NUM: {
 		char *end;
 		double x = strtod(v, &end);
@@ -328,7 +356,7 @@ static int takes_value(const struct marg *m)
 	return m->type == M_INT || m->type == M_STR ||
 	       m->type == M_VPP_LAYERS || m->type == M_IGNORED ||
 	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT ||
-	       m->type == M_NUM;
+	       m->type == M_NUM || m->type == M_MOE_FREQ;
 }
 
 static void note_word(const char **list, int *n, int *more, const char *a)
@@ -460,6 +488,18 @@ static int layout_vpp(struct arena *a, struct imported *im, struct diag *d)
 }
 
 /* Megatron's defaults and the derived keys. */
+/* Megatron asserts a --moe-layer-freq list has a layer per layer
+ * (gpt_layer_specs.py, @ 2a75ac12c). 0, or -1 after reporting. */
+static int moe_pattern_check(const struct imported *im, struct diag *d)
+{
+	if (im->moe_pattern == 0 || im->layers == 0 ||
+	    im->moe_pattern == im->layers)
+		return 0;
+	diag_error(d, "megatron", 0, 0, "--moe-layer-freq: the pattern has "
+		   "%ld layers, --num-layers %ld", im->moe_pattern, im->layers);
+	return -1;
+}
+
 /* Megatron's MoE defaults where llmsim's differ (TransformerConfig @
  * NVIDIA/Megatron-LM 2a75ac12c): moe_token_dispatcher_type "allgather"
  * (llmsim: alltoall); "flex" runs moe_flex_dispatcher_backend, "deepep"
@@ -755,7 +795,8 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 				       "the Megatron-LM arguments (one quoted "
 				       "string, or words after --)");
 	if (read_args(im, words, nwords, cx->diag) != 0 ||
-	    layout_vpp(cx->arena, im, cx->diag) != 0)
+	    layout_vpp(cx->arena, im, cx->diag) != 0 ||
+	    moe_pattern_check(im, cx->diag) != 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
 	finish_import(cx->arena, im);
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));

@@ -98,6 +98,9 @@ static const struct marg margs[] = {
 	 * NVIDIA/Megatron-LM 2a75ac12c, arguments through
 	 * ArgumentGroupFactory): Megatron's defaults are set in
 	 * finish_import (moe_defaults) */
+	{ "--moe-layer-freq", M_MOE_FREQ, "model.moe_layers", NULL, NULL,
+	  "a list pattern such as ([0]*3+[1]*58): its MoE layers; N: "
+	  "model.moe_layer_freq (layer i is MoE when i % N == 0)" },
 	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
 	  NULL, "default the tensor-parallel size, as Megatron" },
 	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
@@ -268,6 +271,8 @@ static const char *type_text(const struct marg *m, char *buf, size_t len)
 		return "P";
 	case M_NUM:
 		return "X";
+	case M_MOE_FREQ:
+		return "N or PATTERN";
 	case M_PP_LAYOUT:
 		return "LAYOUT";
 	case M_IGNORED_FLAG:
