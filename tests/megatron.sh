@@ -229,7 +229,8 @@ awk -v a="$sa" -v l="$sl" 'BEGIN { exit !(l + 0 > 0 && l + 0 < a + 0) }' ||
 	bad "one dense layer of 4: step $sl, all MoE $sa"
 for f in '([0]*1+[1]*4)/the pattern has 5 layers, --num-layers 4' \
 	'([0]*4)/no MoE layer' '[2]*4/a list item is not 0 or 1' \
-	'([0]+[1]*3/expected .)' 'x/expected a whole number from 1 or a list pattern'; do
+	'([0]+[1]*3/expected .)' 'x/expected a whole number from 1 or a list pattern' \
+	"$(printf '%.0s(' $(seq 100))[1]/parentheses nested deeper than 64"; do
 	"$llmsim" config import-megatron "$margs --moe-layer-freq ${f%%/*}" >/dev/null 2>"$tmp/err"
 	[ $? = 2 ] && grep -q "${f#*/}" "$tmp/err" || bad "bad pattern ${f%%/*}: $(cat "$tmp/err")"
 done

@@ -32,6 +32,7 @@ struct pat {
 	const char *s;
 	unsigned char *v;	/* the items so far */
 	long n;
+	int depth;		/* parentheses open */
 	const char *err;	/* the first error, or NULL */
 };
 
@@ -90,8 +91,13 @@ static int factor(struct pat *p)
 	long x;
 
 	if (eat(p, '(')) {
+		if (++p->depth > 64) {	/* a bounded recursion */
+			p->err = "parentheses nested deeper than 64";
+			return -1;
+		}
 		if (sum(p) != 0)
 			return -1;
+		p->depth--;
 		if (!eat(p, ')')) {
 			p->err = "expected ')'";
 			return -1;
