@@ -27,48 +27,48 @@ static const struct schema_field fc_fields[] = {
 	{ .key = "flashmla_sparse_efficiency", .type = ST_FREQ,
 	  .offset = FC(flashmla_sparse_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
-	  .help = "clock of the figure flashmla_sparse_efficiency was solved "
-		  "against" },
+	  .help = "clock of the figure flashmla_sparse_efficiency was fitted "
+		  "on" },
 	{ .key = "triton_moe_fp8_block_rate", .type = ST_FREQ,
 	  .offset = FC(triton_moe_fp8_block_rate_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
-	  .help = "clock of the tables triton_moe_fp8_block_rate was solved "
-		  "against" },
+	  .help = "clock of the tables triton_moe_fp8_block_rate was fitted "
+		  "on" },
 	{ .key = "triton_moe_default_efficiency", .type = ST_FREQ,
 	  .offset = FC(triton_moe_default_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables triton_moe_default_efficiency was "
-		  "solved against" },
+		  "fitted on" },
 	{ .key = "weight_only_moe_efficiency", .type = ST_FREQ,
 	  .offset = FC(weight_only_moe_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables every weight_only_moe_efficiency "
-		  "kernel was solved against" },
+		  "kernel was fitted on" },
 	{ .key = "trtllm_ctx16_efficiency", .type = ST_FREQ,
 	  .offset = FC(trtllm_ctx16_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables attention.trtllm_ctx16_efficiency "
-		  "was solved against" },
+		  "was fitted on" },
 	{ .key = "trtllm_mla_efficiency", .type = ST_FREQ,
 	  .offset = FC(trtllm_mla_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables attention.trtllm_mla_efficiency was "
-		  "solved against" },
+		  "fitted on" },
 	{ .key = "trtllm_mla_fp8_efficiency", .type = ST_FREQ,
 	  .offset = FC(trtllm_mla_fp8_eff_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables attention.trtllm_mla_fp8_efficiency "
-		  "was solved against" },
+		  "was fitted on" },
 	{ .key = "trtllm_mla_unit_time", .type = ST_FREQ,
 	  .offset = FC(trtllm_mla_unit_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables attention.trtllm_mla_unit_time was "
-		  "solved against (the time scales by it / the step's matrix clock)" },
+		  "fitted on (the time scales by it / the step's matrix clock)" },
 	{ .key = "xqa_hmma_unit_time", .type = ST_FREQ,
 	  .offset = FC(xqa_hmma_unit_hz), .min = 1e8, .max = 1e10,
 	  .flags = SF_OPTIONAL,
 	  .help = "clock of the tables attention.xqa_hmma_unit_time was "
-		  "solved against (the time scales by it / the step's matrix clock)" },
+		  "fitted on (the time scales by it / the step's matrix clock)" },
 };
 
 const struct schema gpu_fitted_clock_schema = {
