@@ -396,8 +396,12 @@ static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
 		m_s += b->hf.mem_s + b->hb.mem_s;
 	}
 	if (s == c->mtp_stage) {
-		k += (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
-		m_s += (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
+		double ns = est_mtp_summed(c), n1 = (double)c->mtp - ns;
+
+		k += (double)c->mtp * b->tf.kern_s + n1 * b->tb.kern_s +
+		     ns * b->tbs.kern_s;
+		m_s += (double)c->mtp * b->tf.mem_s + n1 * b->tb.mem_s +
+		       ns * b->tbs.mem_s;
 	}
 	*mem = m_s;
 	return k;
@@ -426,7 +430,9 @@ static double model_flops(const struct est_cand *c)
 	const struct est_blocks *b = c->b;
 	double per_mb = (b->ef.model_flops + b->eb.model_flops +
 			 b->hf.model_flops + b->hb.model_flops) +
-			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops);
+			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops) +
+			est_mtp_summed(c) * (b->tbs.model_flops -
+					     b->tb.model_flops);
 	int64_t s;
 
 	for (s = 0; s < c->S; s++) {

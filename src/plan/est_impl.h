@@ -50,6 +50,9 @@ struct est_blocks {
 					 * dispatch/combine beside the other
 					 * action's compute (est_block.c) */
 	struct est_pass tf, tb;		/* an MTP module (moe.mtp_layers) */
+	struct est_pass tbs;		/* ... its backward with its embedding
+					 * gradient summed into a later
+					 * lookup's (est_mtp_summed) */
 	struct est_pass ef, eb;		/* embedding */
 	struct est_pass hf, hb;		/* final norm, LM head, loss */
 	struct est_pass hbd, hw;	/* defer_embedding_wgrad_compute: the
@@ -339,6 +342,11 @@ double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
  * layers each at their block's time (est_stage.c). */
 double est_layers_f(const struct est_cand *c, int64_t s);
 double est_layers_b(const struct est_cand *c, int64_t s);
+/* The MTP modules a microbatch's backward runs with the summed embedding
+ * gradient (tbs; train_impl.c mtp_bwd_block: all of them on one stage,
+ * else all but the first), and the backward of all c->mtp modules. */
+double est_mtp_summed(const struct est_cand *c);
+double est_mtp_b(const struct est_cand *c);
 
 /* ZeRO 3: every unit's time with its gathers and reduce-scatters into
  * c->fsdp_*. 0, or -1 after reporting to d. */
