@@ -112,6 +112,22 @@ static int unit_kind(const struct est_cand *c, int64_t s, int bwd, int64_t j,
 	return EST_LAYER;
 }
 
+/* The all-gather work of unit j (compute order) of stage s's forward
+ * (bwd 0) or backward: none for the root's backward (it stays gathered
+ * from its forward: c->fsdp_root) or the held last layer's
+ * (c->fsdp_last_held: forward position split[s] on the one stage). */
+static double gather_w(const struct est_cand *c, int64_t s, int bwd,
+		       int64_t j, int64_t n)
+{
+	int kind = unit_kind(c, s, bwd, j, n);
+
+	if (bwd && kind == EST_EMBED && c->fsdp_root)
+		return 0;
+	if (bwd && c->fsdp_last_held && n - 1 - j == c->split[s])
+		return 0;
+	return c->fsdp_ag[kind];
+}
+
 /* One stage's alternation on the rank's streams from idle: two
  * forward/backward pairs and the next forward's start; the second pair's
  * forward and backward into *f, *b (the first pair starts from idle,
@@ -141,8 +157,7 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 	/* the first k gathers, issued at the start */
 	for (q = 0; q < k && q < N; q++) {
 		l.q[0].i[q] = 0;
-		l.q[0].w[q] = c->fsdp_ag[unit_kind(c, s, (int)((q / n) & 1),
-						   q % n, n)];
+		l.q[0].w[q] = gather_w(c, s, (int)((q / n) & 1), q % n, n);
 	}
 	l.q[0].n = q;
 	for (q = 0; q <= 4 * n; q++) {
@@ -196,8 +211,7 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 			int64_t g = q + k, ga = g / n;
 
 			l.q[0].i[g] = t;
-			l.q[0].w[g] = c->fsdp_ag[unit_kind(c, s, (int)(ga & 1),
-							  g % n, n)];
+			l.q[0].w[g] = gather_w(c, s, (int)(ga & 1), g % n, n);
 			l.q[0].n = g + 1;
 		}
 	}
@@ -208,7 +222,7 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 /* What a stage's alternation depends on: its units (layers, first,
  * last), the framework's two rules and every unit's times. */
 struct fs_key {
-	int64_t n, k, one, first, last;
+	int64_t n, k, one, first, last, root, held;
 	double u[3][6];
 	double pg, af, ab, tax;
 };
@@ -254,6 +268,8 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		key.one = c->j->framework->fsdp_reduce_one_in_flight;
 		key.first = s == 0;
 		key.last = s == c->S - 1;
+		key.root = c->fsdp_root;
+		key.held = c->fsdp_last_held;
 		for (u = 0; u < 3; u++) {
 			key.u[u][0] = c->fsdp_c[0][u];
 			key.u[u][1] = c->fsdp_c[1][u];

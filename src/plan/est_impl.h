@@ -202,8 +202,19 @@ struct est_cand {
 	double fsdp_sl[2][3];		/* ... the share of the time its DP
 					 * collectives overlap it that it is
 					 * slowed by (est_dp.c dp_lost), ... */
-	double fsdp_ag[3], fsdp_rsu[3];	/* ... its all-gather and its
-					 * reduce-scatter alone (est_fsdp.c) */
+	double fsdp_ag[3], fsdp_rsu[3];	/* ... its all-gather (a forward's)
+					 * and its reduce-scatter alone
+					 * (est_fsdp.c) */
+	int fsdp_root;			/* one stage with framework
+					 * fsdp_root_unit: the embedding unit
+					 * is the root (embedding and head,
+					 * gathered in its forward only), the
+					 * head gathers and reduces nothing
+					 * (models/train_dp.c fsdp_role) */
+	int fsdp_last_held;		/* one stage with fsdp_last_layer_held
+					 * (and reshard after forward): the
+					 * last layer's backward gathers
+					 * nothing */
 	int streams;			/* ZeRO 3 stages from the DP streams
 					 * (est_fsdp.c; est.c setup says when) */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
