@@ -131,15 +131,23 @@ static double gather_w(const struct est_cand *c, int64_t s, int bwd,
 /* One stage's alternation on the rank's streams from idle: two
  * forward/backward pairs and the next forward's start; the second pair's
  * forward and backward into *f, *b (the first pair starts from idle,
- * its gathers exposed). sc: scratch of 8 (4 n + k) doubles. */
+ * its gathers exposed), and into *w the time from the start of that
+ * pair's last unit that meets the data-parallel group (its gather, or
+ * reduce-scatters it waits for) to the end of its backward, -1 when none
+ * does: the compute whose lateness the step's final rendezvous waits for
+ * (est.c sync_tax). Each meeting starts late by the rank's lateness, so
+ * the compute behind it waits and realigns (engine/exec_jitter.c) or the
+ * prefetch's slack absorbs it: on one-stage FSDP the run charges only
+ * the last stretch (8B FSDP8, one microbatch: 0.8 ms, against ~43 ms
+ * for the whole step's). sc: scratch of 8 (4 n + k) doubles. */
 static void alternate(const struct est_cand *c, int64_t s, double *sc,
-		      double *f, double *b)
+		      double *f, double *b, double *w)
 {
 	const struct framework_spec *fw = c->j->framework;
 	int64_t n = c->split[s] + (s == 0) + (s == c->S - 1);
 	int64_t k = fw->fsdp_prefetch_units, N = 4 * n + k, q, a;
-	double *end = sc, *rsof = sc + N, start[5];
-	double t = 0, kern[2] = { 0, 0 };
+	double *end = sc, *rsof = sc + N, start[5] = { 0, 0, 0, 0, 0 };
+	double t = 0, kern[2] = { 0, 0 }, met = -1;
 	int one = fw->fsdp_reduce_one_in_flight;
 	struct lnk l;
 	int64_t j, u;
@@ -195,6 +203,12 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 			start[act] = st;
 		if (act == 4)
 			break;
+		/* met the group: its gather, or reduce-scatters it waits
+		 * for (one in flight; a backward's, before a forward) */
+		if (act >= 2 && (gather_w(c, s, bwd, j, n) > 0 ||
+				 (one && bwd && j >= 2) ||
+				 (!bwd && j == 0)))
+			met = st;
 		lnk_run(&l, st, -1, 0);
 		b0 = l.busy;
 		lnk_run(&l, st + c->fsdp_c[bwd][kind], -1, 0);
@@ -217,6 +231,7 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 	}
 	*f = start[3] - start[2];
 	*b = start[4] - start[3];
+	*w = met >= 0 ? end[4 * n - 1] - met : -1;
 }
 
 /* What a stage's alternation depends on: its units (layers, first,
@@ -228,7 +243,7 @@ struct fs_key {
 };
 
 int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
-		     double *b)
+		     double *b, double *w)
 {
 	int64_t s, t, n = 0;
 	size_t need;
@@ -248,7 +263,7 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 	for (s = 0; s < c->S; s++) {
 		struct fs_key key;
 		const double *hit;
-		double v[2];
+		double v[3];
 		int u;
 
 		/* a stage like an earlier one (its layers, first or last)
@@ -260,6 +275,7 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		if (t < s) {
 			f[s] = f[t];
 			b[s] = b[t];
+			w[s] = w[t];
 			continue;
 		}
 		memset(&key, 0, sizeof(key));
@@ -287,11 +303,13 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		if ((hit = memo_get(&e->fsdp, &key))) {
 			f[s] = hit[0];
 			b[s] = hit[1];
+			w[s] = hit[2];
 			continue;
 		}
-		alternate(c, s, e->fsdp_t, &f[s], &b[s]);
+		alternate(c, s, e->fsdp_t, &f[s], &b[s], &w[s]);
 		v[0] = f[s];
 		v[1] = b[s];
+		v[2] = w[s];
 		if (!memo_put(&e->fsdp, &key, v))
 			return -1;
 	}

@@ -217,6 +217,10 @@ struct est_cand {
 					 * nothing */
 	int streams;			/* ZeRO 3 stages from the DP streams
 					 * (est_fsdp.c; est.c setup says when) */
+	const double *fsdp_w;		/* s, [S] with streams: the compute of a
+					 * stage's backward since its rank last
+					 * waited for a DP collective, -1 none
+					 * (est_fsdp_streams; sync_tax), or NULL */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
 					 * ending a backward, which the compute
 					 * stream waits for (0: no_sync) */
@@ -263,9 +267,12 @@ double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u);
 
 /* est_fsdp.c: ZeRO 3 stages as the step program serialises their
  * collectives (c->streams): virtual stage s's forward and backward per
- * microbatch into f[s], b[s]. 0, or -1 out of memory. */
+ * microbatch into f[s], b[s], and into w[s] the compute of its backward
+ * since the rank's compute last waited for a data-parallel collective
+ * (-1: none in a steady-state pair; est_cand fsdp_w). 0, or -1 out of
+ * memory. */
 int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
-		     double *b);
+		     double *b, double *w);
 
 /* Virtual stage s's forward / backward per microbatch: est_stage_f_of /
  * _b_of as kept (c->sf, c->sb), else computed. A stage's time is read

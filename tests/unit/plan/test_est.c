@@ -759,7 +759,10 @@ Test(est, kept_stage_times_and_swapped_units_computed)
  * it (sl 0.5): q1 B runs beside G2 (6-9, 3 of its 5 ms): 6-12.5, R1
  * and G3 from 12.5 (R1 done 21.5); q2 F 21.5-23.5 (G4 23.5-26.5); q3 B
  * 23.5-30 beside G4; R3 done 39: the pair reads 2 and 15.5. A second
- * call takes both from the memo.
+ * call takes both from the memo. The second pair's last unit that meets
+ * the group (its gather; est.c sync_tax) is its backward, q3 (at 22; at
+ * 23.5 slowed): 27 - 22 = 5 and 30 - 23.5 = 6.5 ms of compute since, to
+ * its end (w).
  */
 Test(est, fsdp_streams_serialise_across_actions)
 {
@@ -769,7 +772,7 @@ Test(est, fsdp_streams_serialise_across_actions)
 	struct est_blocks b;
 	struct est_cand c;
 	int64_t split[3] = { 1, 1, 1 };
-	double f[3], bw[3];
+	double f[3], bw[3], w[3];
 	int u;
 
 	memset(&b, 0, sizeof(b));
@@ -789,17 +792,20 @@ Test(est, fsdp_streams_serialise_across_actions)
 		c.fsdp_ag[u] = 3e-3;
 		c.fsdp_rsu[u] = 6e-3;
 	}
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(f[1], 2e-3, 1e-12);
 	cr_assert_float_eq(bw[1], 14e-3, 1e-12);
+	cr_assert_float_eq(w[1], 5e-3, 1e-12);
 	for (u = 0; u < 3; u++)
 		c.fsdp_sl[1][u] = 0.5;
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(f[1], 2e-3, 1e-12);
 	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
-	f[1] = bw[1] = 0;
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(w[1], 6.5e-3, 1e-12);
+	f[1] = bw[1] = w[1] = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
+	cr_assert_float_eq(w[1], 6.5e-3, 1e-12);
 	mem_free(e.fsdp_t);
 	memo_release(&e.fsdp);
 }
@@ -827,6 +833,11 @@ Test(est, fsdp_streams_serialise_across_actions)
  * = 6, backward 39 - 27 = 12. With neither (the backward's layer gathers
  * 2 too): forward 6, backward 14 (H 29-30, G 30-32, L 32-36, G 36-39,
  * E 39-40, G 40-43).
+ * The compute since the start of the second pair's last unit that
+ * gathers (w; no reduce-scatter work here): with both, the forward's
+ * layer at 21, the backward gathering nothing: 30 - 21 = 9; held only,
+ * the embedding's backward at 35: 36 - 35 = 1; neither, at 39: 40 - 39
+ * = 1.
  */
 Test(est, fsdp_streams_root_unit_and_held_last_layer)
 {
@@ -836,7 +847,7 @@ Test(est, fsdp_streams_root_unit_and_held_last_layer)
 	struct est_blocks b;
 	struct est_cand c;
 	int64_t split[1] = { 1 };
-	double f, bw;
+	double f, bw, w;
 
 	memset(&b, 0, sizeof(b));
 	memset(&c, 0, sizeof(c));
@@ -859,17 +870,20 @@ Test(est, fsdp_streams_root_unit_and_held_last_layer)
 	c.fsdp_ag[EST_LAYER] = 2e-3;
 	c.fsdp_root = 1;
 	c.fsdp_last_held = 1;
-	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
 	cr_assert_float_eq(f, 6e-3, 1e-12);
 	cr_assert_float_eq(bw, 9e-3, 1e-12);
+	cr_assert_float_eq(w, 9e-3, 1e-12);
 	c.fsdp_root = 0;
-	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
 	cr_assert_float_eq(f, 6e-3, 1e-12);
 	cr_assert_float_eq(bw, 12e-3, 1e-12);
+	cr_assert_float_eq(w, 1e-3, 1e-12);
 	c.fsdp_last_held = 0;
-	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
 	cr_assert_float_eq(f, 6e-3, 1e-12);
 	cr_assert_float_eq(bw, 14e-3, 1e-12);
+	cr_assert_float_eq(w, 1e-3, 1e-12);
 	mem_free(e.fsdp_t);
 	memo_release(&e.fsdp);
 }
