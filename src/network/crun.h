@@ -74,6 +74,16 @@ struct crun_set {
 	uint64_t hc_kept;	/* links host_links() answered from them */
 	uint32_t hc_link[CRUN_HC_LINKS], hc_cnt[CRUN_HC_LINKS];
 	double hc_left[CRUN_HC_LINKS], hc_maxr[CRUN_HC_LINKS];
+	/* Pair replays (crun_pair.c): the idle engine to record a pair on
+	 * (idle(): 0 with its engine, flownet and run set, or -1; idle_lost():
+	 * a failed recording left it mid-flight), NULL for none; the pairs
+	 * recorded on this set's engine; how many replayed. */
+	int (*idle)(void *ctx, struct sim **sim, struct flownet **fn,
+		    struct crun_set **rs);
+	void (*idle_lost)(void *ctx);
+	void *idle_ctx;
+	struct crun_pairs *pairs;
+	uint64_t paired, pairs_recorded, pairs_evicted;
 };
 
 /* Free every run still in flight (their done() is never called). */
@@ -169,7 +179,8 @@ uint64_t crun_resumed(const struct crun_set *rs);
 /* Links whose host_links() sums were kept from an earlier guest's in the
  * same state of its host (crun_host.c). */
 uint64_t crun_host_kept(const struct crun_set *rs);
-/* Late replays (crun_start_late), and the plan flows they did not start. */
+/* Late replays (crun_start_late), and the plan flows they did not start
+ * (those of pair replays too). */
 uint64_t crun_late(const struct crun_set *rs);
 uint64_t crun_late_flows(const struct crun_set *rs);
 
