@@ -346,10 +346,21 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	for (i = ph->first; i < ph->first + ph->n; i++) {
 		const struct plan_flow *f = &p->flows[i];
 		const struct ctraj_rec *st;
+		units_ns_t end;
 
 		if (tr->end_ns[i] < dt)
 			continue;
 		st = crun_state_at(tr, i, dt);
+		/* its end as the flow-level run has it scheduled now: where
+		 * its last rate change before dt put it (flow.c on_change),
+		 * not the recorded end, which later rate changes of the
+		 * recording (a pair's other run ending, a sibling flow's end)
+		 * may have moved and which the flows beside it now may not
+		 * make (a rate change reschedules it, as there) */
+		end = r->t0 + st->t_ns;
+		if (units_ns_add(end, units_s_to_ns_sat(st->left_B /
+							st->rate_Bps), &end) != 0)
+			end = r->t0 + tr->end_ns[i];
 		if (flow_adopt(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
 			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps,
@@ -357,7 +368,7 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 			       r->rec ? flow_done_rec : flow_done,
 			       r->rec ? (void *)&r->rec->rf[i] : (void *)r,
 			       st->left_B, st->rate_Bps,
-			       r->t0 + st->t_ns, r->t0 + tr->end_ns[i]) != 0) {
+			       r->t0 + st->t_ns, end) != 0) {
 			r->pending--;
 			rv = -1;
 		}

@@ -812,3 +812,82 @@ Test(net_replay, pair_replays_give_the_flow_level_times)
 	cr_assert_gt(evicted, 0);
 	arena_release(&a);
 }
+
+/* Four GPUs of one node, NVLink sends (a sender's out port, the
+ * receiver's in port): h 0->1 from the start, alone (a replay); r 2->1
+ * 20 us later, kept from 1's in port by h (a late run whose flows start
+ * beside h: a pair, crun_pair.c), with 2's out port its own; x 0->3 at
+ * 40 us on h's out port (h and r become flows together); y 2->3 at 60
+ * us on r's out port and x's in port. Every flow then runs at half its
+ * port: when h ends, r stays at half (y shares its out port), where the
+ * pair's recording had it speed up after h's end. A flow adopted at the
+ * pair's recorded end would end early; the flow-level run ends it where
+ * its last rate change put it (crun.c adopt_phase). */
+static struct prog *build_pair_slowed(void)
+{
+	static const char *const names[] = { "gemm", "pp" };
+	static uint32_t hp[2] = { 0, 1 }, rp[2] = { 2, 1 }, xp[2] = { 0, 3 },
+			yp[2] = { 2, 3 };
+	static const struct {
+		uint32_t *gpus;
+		double bytes, at_s;
+		int stream;
+	} sends[4] = { { hp, 64 * 1048576.0, 0, S_PP },
+		       { rp, 64 * 1048576.0, 20e-6, S_DP },
+		       { xp, 16 * 1048576.0, 40e-6, S_TP },
+		       { yp, 64 * 1048576.0, 60e-6, S_PP } };
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	double busy[NGPU] = { 0 };	/* each GPU's compute stream, s */
+	int k;
+
+	cr_assert_not_null(p);
+	for (k = 0; k < 4; k++) {
+		struct coll_desc s = { .op = COLL_SENDRECV,
+				       .bytes = sends[k].bytes,
+				       .gpus = sends[k].gpus, .ngpus = 2,
+				       .algo = -1, .proto = -1 };
+		struct task_info wi = { names[0], TASK_COMPUTE, k, 1,
+					TASK_PHASE_NONE };
+		struct task_info pi = { names[1], TASK_COMM, k, 0,
+					TASK_PHASE_NONE };
+		task_id x = prog_coll(p, sends[k].gpus, 2, sends[k].stream,
+				      &s, &pi);
+		int m;
+
+		for (m = 0; m < 2; m++) {
+			uint32_t g = sends[k].gpus[m];
+			task_id w;
+
+			/* a wait on g's compute stream to at_s */
+			w = prog_task(p, g, S_COMPUTE, sends[k].at_s - busy[g],
+				      &wi);
+			busy[g] = sends[k].at_s;
+			prog_dep(p, w, x + (task_id)m);
+		}
+	}
+	return p;
+}
+
+/* The pair of build_pair_slowed() replays, becomes flows, and every task
+ * ends at the flow-level run's ns. */
+Test(net_replay, evicted_pair_ends_where_the_flow_level_run_does)
+{
+	struct arena a;
+	const struct system_spec *sys;
+	struct outcome o[2];
+	int k;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (k = 0; k < 2; k++)
+		run_outcome(sys, build_pair_slowed(), k, 1, &o[k]);
+	cr_log_info("pairs replayed %llu, evicted %llu",
+		    (unsigned long long)o[1].st.paired,
+		    (unsigned long long)o[1].st.pairs_evicted);
+	cr_assert_eq(o[1].st.paired, 1);
+	cr_assert_eq(o[1].st.pairs_evicted, 1);
+	assert_same_ends(&o[0], &o[1], 0, 1);
+	for (k = 0; k < 2; k++)
+		free(o[k].end);
+	arena_release(&a);
+}
