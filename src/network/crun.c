@@ -142,7 +142,8 @@ void crun_set_release(struct crun_set *rs)
 	rs->hc_rate = NULL;
 	rs->hc_cap = rs->hc_gen = 0;
 	rs->hc_hid = 0;
-	crun_pairs_free(rs);
+	if (rs->pairs_free)
+		rs->pairs_free(rs);
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -199,8 +200,9 @@ static void start_flows(struct sim *sim, void *arg)
 		const struct ctraj *tr = r->late;
 
 		r->late = NULL;
-		if (r->phase == 0 && (late_replay(r, tr) == 0 ||
-				      crun_pair_try(r, tr) == 0))
+		if (r->phase == 0 &&
+		    (late_replay(r, tr) == 0 ||
+		     (r->set->pair_try && r->set->pair_try(r, tr) == 0)))
 			return;
 	}
 	r->pending = ph->n;

@@ -35,6 +35,8 @@
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
 #define CRUN_PARK_SLOTS 1024
+
+struct ctraj;
 #define CRUN_HC_LINKS 32	/* links whose host_links() answer is kept */
 
 struct crun_set {
@@ -82,6 +84,10 @@ struct crun_set {
 		    struct crun_set **rs);
 	void (*idle_lost)(void *ctx);
 	void *idle_ctx;
+	/* crun_pair.c's entry points, called through these (crun.c does not
+	 * call crun_pair.c, which calls it): NULL with no pairs */
+	int (*pair_try)(struct crun *r, const struct ctraj *tr);
+	void (*pairs_free)(struct crun_set *rs);
 	struct crun_pairs *pairs;
 	uint64_t paired, pairs_recorded, pairs_evicted;
 };
@@ -179,6 +185,17 @@ uint64_t crun_resumed(const struct crun_set *rs);
 /* Links whose host_links() sums were kept from an earlier guest's in the
  * same state of its host (crun_host.c). */
 uint64_t crun_host_kept(const struct crun_set *rs);
+/*
+ * Pair replays on rs (crun_pair.c), recorded on the idle engine idle()
+ * gives (0 with its engine, flownet and run set, or -1); idle_lost(ctx)
+ * when a recording failed and left it mid-flight. idle NULL: none (the
+ * pairs kept so far stay until crun_set_release).
+ */
+void crun_set_pairs(struct crun_set *rs,
+		    int (*idle)(void *ctx, struct sim **sim,
+				struct flownet **fn, struct crun_set **irs),
+		    void (*idle_lost)(void *ctx), void *ctx);
+
 /* Late replays (crun_start_late), and the plan flows they did not start
  * (those of pair replays too). */
 uint64_t crun_late(const struct crun_set *rs);

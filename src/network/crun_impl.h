@@ -86,14 +86,6 @@ int crun_record_pair(struct crun_set *rs, struct sim *sim,
 		     struct flownet *fn, const struct crun_pair_key *k,
 		     struct ctraj **host, struct ctraj **late);
 
-/* Late run r (start_flows, phase 0, its late replay of tr refused):
- * replay it and the one running replay whose links it needs as a pair
- * if the set has the pair's trajectories or can record them. 0, or 1
- * (start its flows). */
-int crun_pair_try(struct crun *r, const struct ctraj *tr);
-
-/* Free the set's pairs (crun_set_release). */
-void crun_pairs_free(struct crun_set *rs);
 
 /* The last rate change of plan flow i before dt (ns after the start). */
 const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,

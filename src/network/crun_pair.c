@@ -52,7 +52,8 @@ struct crun_pairs {
 	uint32_t cap, n;
 };
 
-void crun_pairs_free(struct crun_set *rs)
+/* Free the set's pairs (crun_set_release, through rs->pairs_free). */
+static void pairs_free(struct crun_set *rs)
 {
 	struct crun_pairs *ps = rs->pairs;
 	uint32_t i;
@@ -152,7 +153,11 @@ static const struct pair *pair_of(struct crun_set *rs,
 	return p;
 }
 
-int crun_pair_try(struct crun *r, const struct ctraj *tr)
+/* Late run r (start_flows, phase 0, its late replay of tr refused;
+ * through rs->pair_try): replay it and the one running replay whose
+ * links it needs as a pair if the set has the pair's trajectories or can
+ * record them. 0, or 1 (start its flows). */
+static int pair_try(struct crun *r, const struct ctraj *tr)
 {
 	struct crun_set *rs = r->set;
 	struct crun *h = NULL;
@@ -213,4 +218,16 @@ int crun_pair_try(struct crun *r, const struct ctraj *tr)
 	rs->paired++;
 	rs->late_flows += r->cp->plan.nflows;
 	return 0;
+}
+
+void crun_set_pairs(struct crun_set *rs,
+		    int (*idle)(void *ctx, struct sim **sim,
+				struct flownet **fn, struct crun_set **irs),
+		    void (*idle_lost)(void *ctx), void *ctx)
+{
+	rs->idle = idle;
+	rs->idle_lost = idle_lost;
+	rs->idle_ctx = ctx;
+	rs->pair_try = idle ? pair_try : NULL;
+	rs->pairs_free = pairs_free;
 }

@@ -124,9 +124,7 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 	n->sys = sys;
 	n->sim = sim;
 	n->replay = 1;
-	n->runs.idle = idle_for_pairs;
-	n->runs.idle_lost = idle_lost;
-	n->runs.idle_ctx = n;
+	crun_set_pairs(&n->runs, idle_for_pairs, idle_lost, n);
 	n->topo = topo_build(sys, d);
 	if (!n->topo) {
 		net_free(n);
@@ -904,7 +902,7 @@ void net_set_replay(struct net *n, int on)
 
 void net_set_pairs(struct net *n, int on)
 {
-	n->runs.idle = on ? idle_for_pairs : NULL;
+	crun_set_pairs(&n->runs, on ? idle_for_pairs : NULL, idle_lost, n);
 }
 
 void net_set_guests(struct net *n, int on)
