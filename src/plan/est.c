@@ -675,7 +675,7 @@ static int pipeline(struct est *e, struct est_cand *c,
 		/* a held backward gathers nothing: the rank last met its
 		 * group at its forward's last gather, or under
 		 * fsdp_reduce_one_in_flight at its last unit's wait for the
-		 * reduce-scatters before it (sync_tax) */
+		 * reduce-scatters before it (est_sync_tax) */
 		for (s = 0; s < S; s++)
 			t[8 * S + s] = c->j->framework->fsdp_reduce_one_in_flight ?
 				       c->fsdp_hb[s == 0 ? EST_EMBED : EST_LAYER] :
@@ -804,10 +804,13 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
  * data-parallel group at every unit's gather and reduce-scatter, and a
  * meeting its compute waited for realigns it (the run's rule), so the
  * last rendezvous waits only for the compute since then, one op of w =
- * fsdp_w[r] (its last backward's, chunk 0's): t_op = C = w. The
+ * fsdp_w[r] (its last backward's, chunk 0's): t_op = C = w; one stage
+ * only (c->S == 1, where it was checked against the runs): a pipelined
+ * ZeRO 3 layout keeps the sum over its ops (pytorch-fsdp llama3-8b
+ * mi300x tp1 pp2: run 834.6 ms, 823.6 with the sum, 818.0 with w). The
  * rendezvous inside the step (TP collectives, transfers) add their own
  * smaller waits, left out. */
-static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
+double est_sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 {
 	const struct variability_spec *v = &c->j->system->variability;
 	double sq = 0, sum = 0, f, b, n;
@@ -819,7 +822,7 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 		     c->j->parallelism.cp);
 	if (n < 2)
 		return 0;
-	if (c->fsdp_w && c->fsdp_w[r] >= 0) {
+	if (c->S == 1 && c->fsdp_w && c->fsdp_w[r] >= 0) {
 		sq = c->fsdp_w[r] * c->fsdp_w[r];
 		sum = c->fsdp_w[r];
 		return est_emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
@@ -938,7 +941,7 @@ int est_step(struct est *e, const struct job_spec *j, struct est_step *out,
 		if (rank_tail(e, &c, dp, i, E, &tl[i], d) != 0)
 			return -1;
 		opt[i] = train_optimizer_s(j, &dims, c.split, r);
-		tl[i].tax = sync_tax(e, &c, r);
+		tl[i].tax = est_sync_tax(e, &c, r);
 		fin = E + tl[i].exposed + opt[i] + tl[i].after + tl[i].tax;
 		delay = fmax(delay, tl[i].delay);
 		if (fin > best) {

@@ -135,7 +135,7 @@ static double gather_w(const struct est_cand *c, int64_t s, int bwd,
  * pair's last unit that meets the data-parallel group (its gather, or
  * reduce-scatters it waits for) to the end of its backward, -1 when none
  * does: the compute whose lateness the step's final rendezvous waits for
- * (est.c sync_tax). Each meeting starts late by the rank's lateness, so
+ * (est.c est_sync_tax). Each meeting starts late by the rank's lateness, so
  * the compute behind it waits and realigns (engine/exec_jitter.c) or the
  * prefetch's slack absorbs it: on one-stage FSDP the run charges only
  * the last stretch (8B FSDP8, one microbatch: 0.8 ms, against ~43 ms

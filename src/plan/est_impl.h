@@ -220,7 +220,7 @@ struct est_cand {
 	const double *fsdp_w;		/* s, [S] with streams: the compute of a
 					 * stage's backward since its rank last
 					 * waited for a DP collective, -1 none
-					 * (est_fsdp_streams; sync_tax), or NULL */
+					 * (est_fsdp_streams; est_sync_tax), or NULL */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
 					 * ending a backward, which the compute
 					 * stream waits for (0: no_sync) */
@@ -443,6 +443,10 @@ double est_emax(struct est *e, double n);
  * e(n) sqrt(sigma_op^2 + sigma_gpu^2) (exec_jitter.c); 0 without
  * variability. */
 double est_tax_rate(struct est *e, const struct job_spec *j, double n);
+
+/* est.c: the synchronization tax rank r of candidate c pays at the
+ * end of the step (its lateness at the last rendezvous). */
+double est_sync_tax(struct est *e, const struct est_cand *c, int64_t r);
 
 /* Free the kernel sets (est_free). */
 void est_ksets_free(struct est *e);

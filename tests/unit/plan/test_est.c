@@ -887,3 +887,43 @@ Test(est, fsdp_streams_root_unit_and_held_last_layer)
 	mem_free(e.fsdp_t);
 	memo_release(&e.fsdp);
 }
+
+/* The synchronization tax (est.c est_sync_tax) of a ZeRO 3 layout: one
+ * stage from the DP streams' w, a pipelined one from the sum over its
+ * ops. dp 8 (n = 8), sigma_op 0.1, sigma_gpu 0.2, w 1 ms: one stage pays
+ * e(8) sqrt(0.1^2 1e-6 + 0.2^2 1e-6) = e(8) 0.2236 ms. pp 2, 4
+ * microbatches, rank 0's forward 2 and backward 4 ms: sum_ops t^2 = 4
+ * (4 + 16) = 80 ms^2, C = 4 * 6 = 24 ms: e(8) sqrt(0.01 * 80 + 0.04 *
+ * 576) = e(8) sqrt(23.84) = e(8) 4.8826 ms, w not taken. */
+Test(est, sync_tax_from_w_on_one_stage_only)
+{
+	static struct job_spec j;
+	static struct system_spec sys;
+	static struct est e;
+	struct est_cand c;
+	double sf[2] = { 2e-3, 3e-3 }, sb[2] = { 4e-3, 6e-3 };
+	double w[2] = { 1e-3, 1e-3 }, E;
+
+	memset(&c, 0, sizeof(c));
+	memo_init(&e.emax, sizeof(double), sizeof(double));
+	sys.variability.op_jitter = 0.1;
+	sys.variability.gpu_spread = 0.2;
+	j.system = &sys;
+	j.parallelism.dp = 8;
+	j.parallelism.tp = 1;
+	j.parallelism.cp = 1;
+	c.j = &j;
+	c.sf = sf;
+	c.sb = sb;
+	c.fsdp_w = w;
+	c.m = 4;
+	c.p = c.v = c.S = 1;
+	E = est_emax(&e, 8);
+	cr_assert(E > 1);
+	cr_assert_float_eq(est_sync_tax(&e, &c, 0) / E, sqrt(0.05) * 1e-3,
+			   1e-12);
+	c.p = c.S = 2;
+	cr_assert_float_eq(est_sync_tax(&e, &c, 0) / E, sqrt(23.84) * 1e-3,
+			   1e-12);
+	memo_release(&e.emax);
+}
