@@ -138,6 +138,25 @@ static double attn_stored_B(const struct layer_dims *d)
 	       t * a * m->v * L + mask;
 }
 
+/* What autograd keeps of the eager expert activation with the routing
+ * probabilities in it (moe_permute.c moe_act_probs_eager; Megatron-Core
+ * experts.py TEGroupedMLP bias_act_func's unfused path, NVIDIA/Megatron-LM
+ * @ 2a75ac12c): y = act(x_glu) * (x_linear + offset), then y * probs.
+ * SiluBackward keeps its input x_glu, a view of the fc1 output already
+ * kept; the first MulBackward0 keeps both operands, act(x_glu) and
+ * x_linear + offset, new tensors of R f B each; the second keeps y (R f
+ * B) and the probabilities (kept: the 4 B a row above); the cast back
+ * keeps nothing. 3 R f B beyond the fused function's, a layer; the
+ * checkpointed activation (moe_act recompute) drops them. */
+static double eager_act_B(const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+
+	if (!d->moe_probs_act || !d->eager_act)
+		return 0;
+	return 3 * m->rows * m->ffn / m->etp * d->act_B;
+}
+
 /* The MLP's stored tensors. Dense: norm input, fc1 input, fc1 output,
  * fc2 input. MoE (moe.c): norm input, routing probabilities and map,
  * the experts' fc1 input, fc1 output, fc2 input and output (unpermute),
@@ -162,11 +181,11 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	rows = m->rows;
 	w = moe_row_width(d);
 	/* unpermute's fc2 output (w B a row), or the activation's fp32
-	 * probability (4 B a row) */
+	 * probability (4 B a row); the eager one's saved products too */
 	return ts * h * B + m->tokens * m->experts * 5 +
 	       (m->width > 0 ? ts * (h + w) * L : 0) +
 	       rows * (w * L + ue * B + fe * L +
-		       (d->moe_probs_act ? 4 : w * B)) +
+		       (d->moe_probs_act ? 4 : w * B)) + eager_act_B(d) +
 	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
 }
 
@@ -245,7 +264,7 @@ static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
 	if (HAS(RCM_MOE))
 		return b + mlp_stored_B(d, 1) - ts * h * B - mask - ts * h * B;
 	if (HAS(RCM_MOE_ACT))
-		b += m->rows * m->ffn / m->etp * L;
+		b += m->rows * m->ffn / m->etp * L + eager_act_B(d);
 	if (HAS(RCM_SHARED_EXPERTS))
 		b += shared;
 	else if (HAS(RCM_LAYERNORM) && fs > 0)

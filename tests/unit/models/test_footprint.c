@@ -493,3 +493,43 @@ Test(footprint, dense_first_moe_layers_counted_by_their_kind)
 	assert_close(footprint_rank_params(&f.job, &d, split, 1),
 		     per[1].params);
 }
+
+Test(footprint, eager_expert_activation_keeps_its_products)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct diag dg;
+	struct layer_kind kind = { .moe = 1 };
+	double R = 4096 * 2, fe = 512, B = 2, fused, eager, rc_fused;
+
+	/* 8 experts of width 512, top-2, ep 1: R = 8192 rows. The eager
+	 * activation with the probabilities in it keeps act(x_glu),
+	 * x_linear + offset and y (footprint.c eager_act_B): 3 R f B =
+	 * 3 * 8192 * 512 * 2 = 25165824 B more a layer; recomputing
+	 * moe_act drops them with the fc2 input, so the selective
+	 * footprints are equal. */
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.fw.moe_probs_in_activation = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	cr_assert_eq(d.moe.rows, R);
+	cr_assert_eq(d.gated, 1);
+	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	d.rc_mods = 1u << RCM_MOE_ACT;
+	rc_fused = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
+	f.fw.elementwise.eager_activation = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	cr_assert_eq(d.eager_act, 1);
+	eager = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	assert_close(eager - fused, 3 * R * fe * B);
+	d.rc_mods = 1u << RCM_MOE_ACT;
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+		     rc_fused);
+	arena_release(&a);
+}
