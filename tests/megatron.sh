@@ -228,12 +228,50 @@ sa=$(step "$tmp/la.yaml"); sl=$(step "$tmp/lf.yaml")
 awk -v a="$sa" -v l="$sl" 'BEGIN { exit !(l + 0 > 0 && l + 0 < a + 0) }' ||
 	bad "one dense layer of 4: step $sl, all MoE $sa"
 for f in '([0]*1+[1]*4)/the pattern has 5 layers, --num-layers 4' \
-	'([0]*4)/no MoE layer' '[2]*4/a list item is not 0 or 1' \
+	'([]*4)/the pattern has no layers' '[2]*4/a list item is not 0 or 1' \
 	'([0]+[1]*3/expected .)' 'x/expected a whole number from 1 or a list pattern' \
 	"$(printf '%.0s(' $(seq 100))[1]/parentheses nested deeper than 64"; do
 	"$llmsim" config import-megatron "$margs --moe-layer-freq ${f%%/*}" >/dev/null 2>"$tmp/err"
 	[ $? = 2 ] && grep -q "${f#*/}" "$tmp/err" || bad "bad pattern ${f%%/*}: $(cat "$tmp/err")"
 done
+# --moe-layer-freq alone decides the MoE layers (Megatron reads only it):
+# over a preset whose rules differ (llama4-maverick: decoder_sparse_step
+# 2, MoE where (i + 1) % 2 == 0) N = 2 means i % 2 == 0, layers 0 2 ...
+# 46; with the preset's step kept the two rules meet nowhere, a dense
+# model (no moe_dispatch op). The last --moe-layer-freq wins.
+mv="--num-layers 48 --seq-length 4096 --micro-batch-size 1 --global-batch-size 64
+ --bf16 --expert-model-parallel-size 8 --pipeline-model-parallel-size 4"
+"$llmsim" config import-megatron "$mv --moe-layer-freq 2" --model llama4-maverick \
+	--gpus 64 >"$tmp/mv.yaml" 2>"$tmp/err" || bad "maverick freq 2: $(cat "$tmp/err")"
+for want in 'moe_layer_freq: 2' 'moe_layers: \[\]' 'first_k_dense_replace: 0' \
+	'decoder_sparse_step: 1' 'mlp_only_layers: \[\]'; do
+	grep -q "^  $want$" "$tmp/mv.yaml" || bad "maverick freq 2: no '$want'"
+done
+"$llmsim" run "$tmp/mv.yaml" --json --no-store 2>/dev/null | grep -q '"moe_dispatch"' ||
+	bad "maverick with --moe-layer-freq 2 has no MoE layer"
+"$llmsim" config import-megatron "$margs --moe-layer-freq ([0]*1+[1]*3) --moe-layer-freq 2" \
+	--gpus 8 >"$tmp/l2.yaml" 2>/dev/null
+grep -q '^  moe_layers: \[\]$' "$tmp/l2.yaml" && grep -q '^  moe_layer_freq: 2$' "$tmp/l2.yaml" ||
+	bad "list then N: $(grep moe_layer "$tmp/l2.yaml")"
+"$llmsim" config import-megatron "$margs --moe-layer-freq 2 --moe-layer-freq [0,1,1,1,]" \
+	--gpus 8 >"$tmp/l2.yaml" 2>"$tmp/err"
+grep -q '^  moe_layers: \[1, 2, 3\]$' "$tmp/l2.yaml" && grep -q '^  moe_layer_freq: 1$' "$tmp/l2.yaml" ||
+	bad "N then list (trailing comma): $(grep moe_layer "$tmp/l2.yaml") $(cat "$tmp/err")"
+# Dense layers only ([0]*4): first_k_dense_replace 4 = the pattern's
+# length, loaded as the dense model it is, with the model's note.
+"$llmsim" config import-megatron "$margs --moe-layer-freq [0]*4" --gpus 8 \
+	>"$tmp/l0.yaml" 2>"$tmp/err" || bad "all-dense pattern: $(cat "$tmp/err")"
+grep -q '^  first_k_dense_replace: 4$' "$tmp/l0.yaml" || bad "all-dense: $(grep first_k "$tmp/l0.yaml")"
+"$llmsim" run "$tmp/l0.yaml" --no-store >/dev/null 2>"$tmp/err"
+grep -q 'simulated as a dense model' "$tmp/err" || bad "all-dense: no note: $(cat "$tmp/err")"
+# An empty group repeated 15000 times over 999999 copies (1.5e10 empty
+# copies before the early return, minutes of CPU): parsed at once.
+hostile="[]$(printf '%.0s*999999' $(seq 15000))+[1]*4"
+timeout 10 "$llmsim" config import-megatron "$margs --moe-layer-freq $hostile" --gpus 8 \
+	>/dev/null 2>&1 || bad "an empty group repeated: slow or refused"
+# fp64 routers are valid Megatron, not an llmsim dtype: a clear refusal.
+"$llmsim" config import-megatron "$margs --moe-router-dtype fp64" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q 'no fp64' "$tmp/err" || bad "fp64 router: $(cat "$tmp/err")"
 # Token dropping: the capacity factor (a number) and the padding to it.
 "$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --moe-token-dispatcher-type alltoall
  --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity" --gpus 8 \

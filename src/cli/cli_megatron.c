@@ -237,6 +237,26 @@ static int take_layout(struct imported *im, const struct marg *m,
 }
 
 /* One Megatron argument (with its value when it takes one). */
+/* --moe-layer-freq alone decides the MoE layers (Megatron's
+ * get_gpt_decoder_layer_specs reads only it): moe_layers `list` ("[]":
+ * by moe_layer_freq), and a preset's other rules undone, its
+ * first_k_dense_replace `dense` (the pattern's length when every layer
+ * is dense: the model then loads as a dense one, with its note),
+ * decoder_sparse_step 1 and no mlp_only_layers. 0, or -1 out of memory. */
+static int moe_alone(struct imported *im, const char *list, const char *dense,
+		     struct diag *d)
+{
+	if (!dense) {
+		diag_oom(d);
+		return -1;
+	}
+	set(im, "model.moe_layers", list);
+	set(im, "model.first_k_dense_replace", dense);
+	set(im, "model.decoder_sparse_step", "1");
+	set(im, "model.mlp_only_layers", "[]");
+	return 0;
+}
+
 static int take(struct imported *im, const struct marg *m, const char *arg,
 		const char *v, struct diag *d)
 {
@@ -281,8 +301,15 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 				set(im, m->key, m->values[i + 1]);
 				return 0;
 			}
-		diag_error(d, "megatron", 0, 0, "%s: llmsim does not know the "
-			   "value '%s'", arg, v);
+		if (strcmp(v, "fp64") == 0 &&	/* valid Megatron: say why */
+		    strcmp(m->key, "moe.router_dtype") == 0)
+			diag_error(d, "megatron", 0, 0, "%s fp64: llmsim's "
+				   "dtypes (moe.router_dtype's) have no fp64 "
+				   "GEMM; give fp32 to simulate the router "
+				   "in fp32", arg);
+		else
+			diag_error(d, "megatron", 0, 0, "%s: llmsim does not "
+				   "know the value '%s'", arg, v);
 		return -1;
 	case M_LIST:
 		return take_list(im, m, arg, v, d);
@@ -297,7 +324,8 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 				return -1;
 			}
 			set(im, "model.moe_layer_freq", v);
-			return 0;
+			im->moe_pattern = 0;	/* the last one wins */
+			return moe_alone(im, "[]", "0", d);
 		}
 		list = cli_megatron_moe_layers(im->arena, v, &im->moe_pattern,
 					       &err);
@@ -310,8 +338,9 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 				   err);
 			return -1;
 		}
-		set(im, m->key, list);
-		return 0;
+		set(im, "model.moe_layer_freq", "1");
+		return moe_alone(im, list, strcmp(list, "[]") ? "0" :
+				 arena_printf(im->arena, "%ld", im->moe_pattern), d);
 	}
 	case M_NUM: {
 		char *end;

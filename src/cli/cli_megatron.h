@@ -50,8 +50,9 @@ int cli_megatron_ignored(const char *a);
 struct arena;
 
 /* Megatron's --moe-layer-freq list pattern s ("([0]*3+[1]*58)") as
- * model.moe_layers' list of the MoE layers ("[3, 4, ...]", in the arena),
- * its length in *layers; NULL with *err set (a bad or empty pattern), or
+ * model.moe_layers' list of the MoE layers ("[3, 4, ...]", in the arena;
+ * "[]" when every layer is dense), its length in *layers; NULL with *err
+ * set (a bad or empty pattern), or
  * NULL with *err NULL out of memory. */
 const char *cli_megatron_moe_layers(struct arena *a, const char *s,
 				    long *layers, const char **err);

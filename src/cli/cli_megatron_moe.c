@@ -13,10 +13,11 @@
  *
  *     sum    := prod ('+' prod)*
  *     prod   := (factor | N '*' factor) ('*' N)*
- *     factor := '[' [item (',' item)*] ']' | '(' sum ')'
+ *     factor := '[' [item (',' item)* [',']] ']' | '(' sum ')'
  *     item   := 0 | 1
  *
- * and returns the MoE layers as model.moe_layers wants them, "[3, 4, ...]".
+ * and returns the MoE layers as model.moe_layers wants them, "[3, 4, ...]",
+ * "[]" for a pattern of dense layers only.
  */
 #include "cli_megatron.h"
 
@@ -77,12 +78,14 @@ static int repeat(struct pat *p, long from, long times)
 		p->err = "more layers than a model can have";
 		return -1;
 	}
+	if (times == 0)
+		p->n = from;
+	if (len == 0 || times <= 1)	/* nothing to copy: no loop */
+		return 0;
 	for (t = 1; t < times; t++) {
 		memcpy(p->v + p->n, p->v + from, (size_t)len);
 		p->n += len;
 	}
-	if (times == 0)
-		p->n = from;
 	return 0;
 }
 
@@ -121,7 +124,7 @@ static int factor(struct pat *p)
 			return -1;
 		}
 		p->v[p->n++] = (unsigned char)x;
-	} while (eat(p, ','));
+	} while (eat(p, ',') && (skip(p), *p->s != ']'));	/* "[1,]" */
 	if (!eat(p, ']')) {
 		p->err = "expected ']'";
 		return -1;
@@ -187,12 +190,12 @@ const char *cli_megatron_moe_layers(struct arena *a, const char *s,
 		*err = "unexpected text after the pattern";
 		return NULL;
 	}
-	for (i = 0; i < p.n; i++)
-		moe += p.v[i];
-	if (moe == 0) {
-		*err = "no MoE layer";
+	if (p.n == 0) {
+		*err = "the pattern has no layers";
 		return NULL;
 	}
+	for (i = 0; i < p.n; i++)
+		moe += p.v[i];
 	cap = (size_t)moe * 8 + 3;
 	out = arena_alloc(a, cap);
 	if (!out)
