@@ -99,8 +99,11 @@ static const struct marg margs[] = {
 	 * ArgumentGroupFactory): Megatron's defaults are set in
 	 * finish_import (moe_defaults) */
 	{ "--moe-layer-freq", M_MOE_FREQ, "model.moe_layers", NULL, NULL,
-	  "a list pattern such as ([0]*3+[1]*58): its MoE layers; N: "
-	  "model.moe_layer_freq (layer i is MoE when i % N == 0)" },
+	  "a list pattern such as ([0]*3+[1]*58): its MoE layers (all 0: "
+	  "a dense model); N: model.moe_layer_freq (layer i is MoE when "
+	  "i % N == 0); either alone decides: a preset's "
+	  "first_k_dense_replace, decoder_sparse_step, mlp_only_layers "
+	  "reset" },
 	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
 	  NULL, "default the tensor-parallel size, as Megatron" },
 	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
@@ -112,7 +115,7 @@ static const struct marg margs[] = {
 	  "deprecated: flex's backend deepep" },
 	{ "--moe-router-dtype", M_STR, "moe.router_dtype", NULL,
 	  router_dtype_vals, "without it the parameters' dtype, as "
-	  "Megatron's router" },
+	  "Megatron's router; fp64 refused (llmsim has no fp64 GEMM)" },
 	{ "--overlap-moe-expert-parallel-comm", M_FLAG, "moe.a2a_overlap",
 	  "true", NULL, NULL },
 	{ "--delay-wgrad-compute", M_FLAG, "moe.delay_wgrad", "true", NULL,
