@@ -293,12 +293,13 @@ struct gpu_spec {
 						 * intermediate size a GPU) vLLM ships no
 						 * tuned fused_moe config file for on this
 						 * GPU; others are taken to be tuned */
-	struct schema_int_list triton_moe_fp8_block_tuned; /* 7-tuples, flat:
-						 * (E, N, M, BLOCK_SIZE_M, _N, _K,
-						 * num_stages): vLLM's tuned fused_moe
+	struct schema_int_list triton_moe_fp8_block_tuned; /* 8-tuples, flat:
+						 * (E, N, M_lo, M_hi, BLOCK_SIZE_M, _N,
+						 * _K, num_stages): vLLM's tuned fused_moe
 						 * file for block-fp8 experts of that
-						 * (E, N) on this GPU runs that tile at up
-						 * to M tokens (nearest key); above, and
+						 * (E, N) on this GPU runs that tile from
+						 * M_lo to M_hi tokens (nearest key);
+						 * outside, and
 						 * for shapes not listed, the GPU's own
 						 * tiles */
 	double triton_moe_tile_Bps;		/* B/s, the most one CTA of that tuned

@@ -112,7 +112,7 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	/* the step's tokens (vLLM's M: rows x E / (k x local)) */
 	double tokens = e->topk > 0 && e->local > 0 ?
 			op->m * e->experts / (e->topk * e->local) : op->m;
-	int64_t tuned_m = (int64_t)e->tuned[1];
+	int64_t tuned_m = (int64_t)e->tuned[2];
 
 	q.compute = d->moe.compute;
 	q.a_B = d->moe.gemm_a_B;
@@ -163,20 +163,21 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.tile_Bps = 0;
 	/* block-fp8 experts in vLLM's Triton fused_moe where its tuned
 	 * file names a small-batch tile (gpu triton_moe_fp8_block_tuned):
-	 * that tile alone up to its most tokens, over the kernel's whole
+	 * that tile alone between its fewest and most tokens, over the
+	 * kernel's whole
 	 * grid (gpu_grouped.c empty_blocks_s), as many CTAs an SM as its
 	 * shared memory holds of the tile's num_stages A and B stages
 	 * (Triton's pipeliner buffers each stage: stages x (BM BK a_B +
 	 * BK BN b_B) bytes a CTA) */
-	if (d->moe.block_rate < 1 && e->tuned[0] > 0 &&
-	    tokens <= e->tuned[0] && tuned_m > 0) {
-		double stage_B = e->tuned[4] * (e->tuned[1] * e->tuned[3] *
-						q.a_B + e->tuned[3] *
-						e->tuned[2] * q.b_B);
+	if (d->moe.block_rate < 1 && e->tuned[1] > 0 &&
+	    tokens >= e->tuned[0] && tokens <= e->tuned[1] && tuned_m > 0) {
+		double stage_B = e->tuned[5] * (e->tuned[2] * e->tuned[4] *
+						q.a_B + e->tuned[4] *
+						e->tuned[3] * q.b_B);
 
 		q.tile_m = &tuned_m;
 		q.ntile_m = 1;
-		q.tile_n = e->tuned[2];
+		q.tile_n = e->tuned[3];
 		q.tile_cover = 1;
 		q.cover_rows = 1;
 		q.resident = stage_B > 0 ?

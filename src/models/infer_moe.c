@@ -243,8 +243,8 @@ static double triton_untuned(const struct engine_spec *en,
  * tuned file for (E, N, device) (try_get_optimal_moe_config: the entry
  * of the nearest key to M, the step's tokens), else get_default_config's
  * BLOCK_SIZE_M 64 x block_shape. Where the GPU lists the shape with a
- * small-batch tile (triton_moe_fp8_block_tuned), that tile and the most
- * tokens it runs at into e->tuned; else e->tuned[0] stays 0. */
+ * small-batch tile (triton_moe_fp8_block_tuned), that tile and the
+ * tokens it runs at into e->tuned; else e->tuned[1] stays 0. */
 static void triton_fp8_tuned(const struct engine_spec *en,
 			     const struct gpu_spec *g, struct infer_moe *e)
 {
@@ -256,10 +256,10 @@ static void triton_fp8_tuned(const struct engine_spec *en,
 	if (!en || !en->triton_moe_configs ||
 	    en->fp8_block_moe_kernel != ENGINE_FP8_BLOCK_MOE_TRITON)
 		return;
-	for (i = 0; i + 6 < u->n; i += 7)
+	for (i = 0; i + 7 < u->n; i += 8)
 		if (fabs((double)u->v[i] - e->local) < 0.5 &&
 		    fabs((double)u->v[i + 1] - n_gpu) < 0.5) {
-			for (k = 0; k < 5; k++)
+			for (k = 0; k < 6; k++)
 				e->tuned[k] = (double)u->v[i + 2 + k];
 			return;
 		}

@@ -281,18 +281,30 @@ Test(infer_moe_fp8, sglang_triton_experts_unless_deepep_dispatches)
 	cr_assert_float_eq(d.moe.block_rate, 0.326, 1e-12);
 }
 
+static double tuned_gate_up_at(double tokens, int configs,
+			       const char *tuned);
+
 /* expert_gate_up of DeepSeek-V3 at TP 8 on 8 H200 (ep 1: 256 local
  * experts, N 2048 / 8 = 256 a GPU, gate_up 512 columns) in a decode step
  * of `tokens` sequences, under vLLM with or without its tuned files. */
 static double tuned_gate_up_s(double tokens, int configs)
+{
+	return tuned_gate_up_at(tokens, configs, NULL);
+}
+
+/* The same with gpu triton_moe_fp8_block_tuned set to `tuned` (NULL:
+ * h200.yaml's). */
+static double tuned_gate_up_at(double tokens, int configs,
+			       const char *tuned)
 {
 	char batch[64];
 	const char *vl[] = {"serving.engine=vllm", "parallelism.tp=8",
 			    "parallelism.dp=1", "parallelism.ep=1",
 			    "parallelism.attention_dp=false", "phase=decode",
 			    "serving.input_len=1000", batch,
-			    "serving.engine.triton_moe_configs=true"};
-	size_t n = sizeof(vl) / sizeof(vl[0]);
+			    "serving.engine.triton_moe_configs=true",
+			    tuned};
+	size_t n = sizeof(vl) / sizeof(vl[0]) - (tuned ? 0 : 1);
 	struct infer_dims d;
 	struct infer_ops o;
 	struct arena a;
@@ -301,11 +313,12 @@ static double tuned_gate_up_s(double tokens, int configs)
 
 	snprintf(batch, sizeof(batch), "serving.batch=%g", tokens);
 	if (!configs)
-		vl[n - 1] = "serving.engine.triton_moe_configs=false";
+		vl[8] = "serving.engine.triton_moe_configs=false";
 	arena_init(&a);
 	j = fixture_load_job(&a, DSV3, vl, n);
 	fixture_infer_moe_ops(DSV3, vl, n, tokens, &d, &o);
-	cr_assert_float_eq(d.moe.tuned[0], configs ? 768 : 0, 1e-9);
+	cr_assert_float_eq(d.moe.tuned[1], !configs ? 0 : tuned ? 64 : 768,
+			   1e-9);
 	t = fixture_infer_op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
 	arena_release(&a);
 	return t;
@@ -347,4 +360,26 @@ Test(infer_moe_fp8, vllm_tuned_file_runs_16_row_tiles_up_to_768_tokens)
 	cr_assert_float_eq(t1024, u1024, 1e-12);
 	cr_assert_geq(t1, 40.25e-6, "%g", t1);
 	cr_assert_lt(t1, 47.5e-6, "%g", t1);
+}
+
+/*
+ * A file whose small-batch tile starts above one token (vLLM's E=128,
+ * N=768 H200 file: BLOCK_SIZE_M 64 at keys 1 and 2, 16 from 4): the
+ * 8-tuple's M_lo. The DeepSeek-V3 job with the tuple set to run 16 x 128
+ * x 128 only from 8 to 64 tokens: at 4 tokens (below M_lo) and at 128
+ * (above M_hi) the experts run the GPU's own tiles, exactly as without
+ * the file; at 8 and 64 the tuned tile (cheaper: 8 tokens are 64 rows on
+ * at most 64 experts, one row each, which the 64-row tiles pad 64-fold).
+ */
+Test(infer_moe_fp8, vllm_tuned_tile_only_between_its_token_bounds)
+{
+	const char *t = "system.gpu.triton_moe_fp8_block_tuned="
+			"[256, 256, 8, 64, 16, 128, 128, 3]";
+
+	cr_assert_float_eq(tuned_gate_up_at(4, 1, t), tuned_gate_up_s(4, 0),
+			   1e-12);
+	cr_assert_float_eq(tuned_gate_up_at(128, 1, t),
+			   tuned_gate_up_s(128, 0), 1e-12);
+	cr_assert_lt(tuned_gate_up_at(8, 1, t), tuned_gate_up_s(8, 0));
+	cr_assert_lt(tuned_gate_up_at(64, 1, t), tuned_gate_up_s(64, 0));
 }
