@@ -233,6 +233,13 @@ status 2 "--run 2^64" calibrate --db "$tmp/all.db" --run 18446744073709551616
 grep -q -- "--run: expected run ids" "$tmp/err" ||
 	{ bad "--run 2^64: message"; cat "$tmp/err"; }
 status 2 "--params ," calibrate --db "$tmp/all.db" --params ,
+# A key named twice (also as system.KEY): the fit moved one copy, left the
+# other at its start, and the file's overlay (the first) applied the
+# start, exit 0 (a calibration that changed nothing).
+status 2 "--params twice" calibrate --db "$tmp/all.db" \
+	--params scale_up.link.sustained,system.scale_up.link.sustained -o "$tmp/x.yaml"
+grep -q -- "--params: scale_up.link.sustained named twice" "$tmp/err" ||
+	{ bad "--params twice: message"; cat "$tmp/err"; }
 # A database whose path has ", " and "]" in it: fitted_on's item is one
 # quoted string (written bare it ended the flow list: the calibration
 # file did not load, exit 2 at any use), validate reads it back and

@@ -351,6 +351,7 @@ static int params(const struct copts *o, struct calib_problem *pb,
 	struct calib_param *all;
 	char buf[1024], *rest, *k, why[256];
 	long n;
+	size_t i;
 
 	if (o->params) {
 		/* every item a key: an empty one (--params , named none and
@@ -377,6 +378,13 @@ static int params(const struct copts *o, struct calib_problem *pb,
 					   k + 7 : k);
 			if (!key)
 				return CLI_FAIL;
+			/* twice, the fit moved one copy and left the other
+			 * at its start, and the file's overlay (the first)
+			 * applied the start: a fit that changed nothing */
+			for (i = 0; i < pb->npar; i++)
+				if (strcmp(pb->par[i].key, key) == 0)
+					return cli_usage_error("calibrate",
+						"--params: %s named twice", key);
 			if (calib_param_find(sys, key, &pb->par[pb->npar], why,
 					     sizeof(why)) != 0)
 				return cli_usage_error("calibrate", "--params: "
