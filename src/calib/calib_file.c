@@ -204,7 +204,7 @@ static int bad(struct diag *d, const struct cnode *n, const char *what)
 static int read_params(struct config_ctx *cx, const struct cnode *ps,
 		       struct calib_file *f)
 {
-	size_t i;
+	size_t i, j;
 
 	f->npar = ps->nitems;
 	f->par = arena_alloc(cx->arena, (f->npar + 1) * sizeof(*f->par));
@@ -221,6 +221,13 @@ static int read_params(struct config_ctx *cx, const struct cnode *ps,
 			return bad(cx->diag, m, "params: expected {key, value, "
 				   "stderr, ...}");
 		p->key = k->text;
+		/* one parameter a key (llmsim calibrate before round 47
+		 * wrote a key given twice twice, its overlay the unfitted
+		 * copy's start) */
+		for (j = 0; j < i; j++)
+			if (strcmp(f->par[j].key, p->key) == 0)
+				return bad(cx->diag, k, "params: a key given "
+					   "twice (refit it, naming it once)");
 		p->value = num(m, "value");
 		p->stderr_ = num(m, "stderr");
 		p->start = num(m, "start");

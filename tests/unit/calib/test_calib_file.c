@@ -223,3 +223,50 @@ Test(calib_file, odd_run_names_and_system_load_back)
 	cr_assert_eq(f.par[0].value, 0.5);
 	arena_release(&a);
 }
+
+Test(calib_file, a_key_given_twice_is_refused)
+{
+	/*
+	 * `calibrate --params K,K` wrote K twice: the fit moved one copy,
+	 * the other kept its start, and the overlay (the first) applied the
+	 * start. Such a file (written before the CLI refused it) is refused
+	 * at the second key, so a system that names it fails instead of
+	 * running with the unfitted value and the fitted one's band.
+	 */
+	struct calib_param par[2] = {
+		{ .key = "scale_up.link.sustained", .type = ST_NUM, .lo = 0,
+		  .hi = 1, .start = 0.77, .value = 0.77, .stderr_ = 0,
+		  .ci_lo = 0.77, .ci_hi = 0.77 },
+		{ .key = "scale_up.link.sustained", .type = ST_NUM, .lo = 0,
+		  .hi = 1, .start = 0.77, .value = 0.548, .stderr_ = 0.0026,
+		  .ci_lo = 0.542, .ci_hi = 0.553 },
+	};
+	double corr[4] = { 1, 0, 0, 1 };
+	struct calib_problem pb = { .system = "cpu-host", .npts = 17,
+				    .par = par, .npar = 2 };
+	struct calib_result res = { .corr = corr, .dof = 15 };
+	static const char *const runs[] = { "measure run 1 in db" };
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = { &a, &d, NULL };
+	struct calib_file f;
+	char path[] = "/tmp/llmsim-calib-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	arena_init(&a);
+	diag_init(&d, NULL);
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", runs, 1, "test",
+				      &d), 0);
+	cr_assert_eq(calib_file_load(&cx, path, &f), -1);
+	unlink(path);
+	cr_assert_eq(d.errors, 1);
+	/* one key: loads */
+	pb.npar = 1;
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", runs, 1, "test",
+				      &d), 0);
+	cr_assert_eq(calib_file_load(&cx, path, &f), 0);
+	unlink(path);
+	arena_release(&a);
+}
