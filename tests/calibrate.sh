@@ -232,6 +232,12 @@ grep -q '^fitted_on: \["measure run 1 in [^,]*"\]$' "$tmp/many.yaml" ||
 status 2 "--run 2^64" calibrate --db "$tmp/all.db" --run 18446744073709551616
 grep -q -- "--run: expected run ids" "$tmp/err" ||
 	{ bad "--run 2^64: message"; cat "$tmp/err"; }
+# validate --run the same (saturated, it said "run 9223372036854775807 is
+# not a measure run", exit 2, of an id not given)
+status 2 "validate --run 2^64" validate --kind measured --db "$tmp/all.db" \
+	--run 18446744073709551616 --no-store
+grep -q -- "--run: expected a run id, got '18446744073709551616'" "$tmp/err" ||
+	{ bad "validate --run 2^64: message"; cat "$tmp/err"; }
 status 2 "--params ," calibrate --db "$tmp/all.db" --params ,
 # A key named twice (also as system.KEY): the fit moved one copy, left the
 # other at its start, and the file's overlay (the first) applied the
