@@ -201,6 +201,12 @@ imported() {	# imported KEY WANT ARGS...: the import's KEY is WANT
 		sed -n "s/^  $k: //p")
 	[ "$got" = "$want" ] || bad "import of '$*': $k '$got', expected $want $(head -2 "$tmp/err")"
 }
+# --num-query-groups defaults to 1: --group-query-attention alone is one KV
+# head (it imported 16, one a query head); without the flag the groups are
+# ignored (the key absent: one a query head)
+imported num_key_value_heads 1 --group-query-attention --padded-vocab-size 32000
+imported num_key_value_heads 4 --group-query-attention --num-query-groups 4 --padded-vocab-size 32000
+imported num_key_value_heads "" --num-query-groups 4 --padded-vocab-size 32000
 imported intermediate_size 2688 --swiglu --padded-vocab-size 32000
 imported intermediate_size 4096 --padded-vocab-size 32000
 imported intermediate_size 3000 --swiglu --ffn-hidden-size 3000 --padded-vocab-size 32000

@@ -456,8 +456,12 @@ static void finish_import(struct arena *a, struct imported *im)
 {
 	const char *h = get(im, "model.hidden_size");
 
-	if (im->gqa && get(im, "(query groups)"))
-		set(im, "model.num_key_value_heads", get(im, "(query groups)"));
+	/* --num-query-groups defaults to 1 (arguments.py), so
+	 * --group-query-attention alone is one KV head (it imported one a
+	 * query head) */
+	if (im->gqa)
+		set(im, "model.num_key_value_heads", get(im, "(query groups)") ?
+		    get(im, "(query groups)") : "1");
 	const char *act = get(im, "model.hidden_act");
 	const char *voc = get(im, "(vocab)"), *mul = get(im, "(vocab multiple)");
 	const char *tp = get(im, "parallelism.tp");

@@ -31,7 +31,8 @@ static const struct marg margs[] = {
 	{ "--num-attention-heads", M_INT, "model.num_attention_heads", NULL,
 	  NULL, NULL },
 	{ "--num-query-groups", M_INT, "model.num_key_value_heads", NULL, NULL,
-	  "with --group-query-attention (ignored without, as Megatron)" },
+	  "with --group-query-attention (ignored without, as Megatron); "
+	  "default 1" },
 	{ "--group-query-attention", M_IGNORED_FLAG, NULL, NULL, NULL,
 	  "enables --num-query-groups" },
 	{ "--kv-channels", M_INT, "model.head_dim", NULL, NULL, NULL },
