@@ -174,6 +174,10 @@ static double net_peer_chans(const struct algo_ctx *x)
  * G / (c r_s): the flow of V line-inflated bytes runs at most V c r_s /
  * G. A send under c x 128 KiB takes fewer channels (enqueue.cc
  * addP2pToPlan): not counted here (the bound is the large sends').
+ * A send/recv to a rank on another node (a pipeline stage's activation,
+ * a context-parallel ring's K/V: ncclSend / ncclRecv) is the same p2p
+ * send on the same c channels to its one peer (enqueue.cc
+ * addP2pToPlan): its flow runs at most c r_s.
  */
 static double net_send_bound(const struct algo_ctx *x, uint32_t i, double V,
 			     double c, double *acc)
@@ -185,6 +189,8 @@ static double net_send_bound(const struct algo_ctx *x, uint32_t i, double V,
 
 	if (!(c > 0) || !(rs > 0) || !(V > 0))
 		return 0;
+	if (x->c->op == COLL_SENDRECV)	/* one peer on its own c channels */
+		return x->inflate * c * rs;
 	batch = x->lib->net_peer.batch > 0 ? (uint32_t)x->lib->net_peer.batch
 					   : 1;
 	mem = group_members(g, g->gnode[i], &m);
@@ -253,10 +259,12 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 	algo_phase(x, p);
 	/* Across nodes the p2p chunk is the network's and the proxy drives
 	 * the steps: not modelled (no pipeline); a node's peers share their
-	 * channels' send rate (net_send_bound, Simple: LL sends are small) */
+	 * channels' send rate, a send/recv's one peer has its own
+	 * (net_send_bound, Simple: LL sends are small) */
 	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes == 1)
 		p2p_pipe(x);
-	if (x->algo == ALGO_P2P && c->op == COLL_ALLTOALL && x->g.nnodes > 1 &&
+	if (x->algo == ALGO_P2P && x->g.nnodes > 1 &&
+	    (c->op == COLL_ALLTOALL || c->op == COLL_SENDRECV) &&
 	    x->proto == PROTO_SIMPLE && !x->select_view &&
 	    x->t->p2p_channel_send_Bps > 0 && (cn = net_peer_chans(x)) > 0) {
 		acc = mem_alloc((x->g.ppn_max + 1) * sizeof(*acc));

@@ -159,3 +159,80 @@ Test(net_coll_net_peer, the_busiest_node_group_binds)
 		}
 	expect_bw(a2a_time(sets, 2, 16, S / 16, m), 16 * u / (2 * 20.73e9));
 }
+
+/* The time of a send/recv of `bytes` from GPU 0 to GPU `to` (dgx-h100,
+ * 8 GPUs a node: 8 is node 1's first) with sets. */
+static double sendrecv_time(const char *const *sets, size_t nsets,
+			    uint32_t to, double bytes)
+{
+	struct arena a;
+	uint32_t g[2] = { 0, to };
+	struct coll_desc c = { COLL_SENDRECV, bytes, g, 2, NULL, -1, -1, 1,
+			       0, NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+	double t;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	n = net_new(sys_load(&a, sets, nsets), NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.algorithm, "p2p");
+	cr_assert_str_eq(r.protocol, "simple");
+	t = r.time_s;
+	net_free(n);
+	arena_release(&a);
+	return t;
+}
+
+#define GIB1 1073741824.0
+
+/* A pipeline send to the next node on NCCL 2.20-2.28: the one peer gets
+ * NCCL_NCHANNELS_PER_NET_PEER's 2 channels (2 x 2 ranks <= 4 x 16: no
+ * halving), 2 x 20.73 = 41.46 GB/s under the rail NIC's 49.66: 1 GiB in
+ * 1 GiB / 41.46 GB/s = 25.90 ms (the NIC alone: 21.62 ms). */
+Test(net_coll_net_peer, a_send_across_nodes_on_two_channels_before_2_29)
+{
+	static const char *const sets[] = { "nodes=2",
+					    "collectives=nccl-2.28" };
+
+	expect_bw(sendrecv_time(sets, 2, 8, GIB1), GIB1 / (2 * 20.73e9));
+}
+
+/* The current release gives it max(1 NIC, ceil(50 / 14)) = 4 channels
+ * (82.9 GB/s): the NIC binds, as without net_peer; and within a node
+ * net_peer plays no part (GPU 1: NVLink). */
+Test(net_coll_net_peer, a_send_across_nodes_now_runs_at_the_nic)
+{
+	static const char *const on[] = { "nodes=2" };
+	static const char *const off[] = {
+		"nodes=2", "collectives.net_peer.channels=0",
+		"collectives.net_peer.channel_bandwidth=0 B/s" };
+	static const char *const old[] = { "nodes=2",
+					   "collectives=nccl-2.28" };
+	double t = sendrecv_time(on, 1, 8, GIB1);
+	double t0 = sendrecv_time(off, 3, 8, GIB1);
+
+	cr_assert_float_eq(t, t0, t0 * 1e-9, "%.9g vs %.9g", t, t0);
+	cr_assert(t < 0.85 * (GIB1 / (2 * 20.73e9)), "%.9g", t);
+	t = sendrecv_time(old, 2, 1, GIB1);
+	t0 = sendrecv_time(off, 3, 1, GIB1);
+	cr_assert_float_eq(t, t0, t0 * 1e-9, "%.9g vs %.9g", t, t0);
+}
+
+/* With a 2 GB/s channel both rules bind, on their own counts (two
+ * ranks: neither halves): 2.29+ 4 channels, 1 GiB / 8 GB/s = 134.2 ms;
+ * 2.20-2.28 2 channels, 1 GiB / 4 GB/s = 268.4 ms. */
+Test(net_coll_net_peer, a_send_across_nodes_takes_its_release_channels)
+{
+	static const char *const now[] = { "nodes=2",
+					   "gpu.p2p_channel_send=2 GB/s" };
+	static const char *const old[] = { "nodes=2",
+					   "gpu.p2p_channel_send=2 GB/s",
+					   "collectives=nccl-2.28" };
+
+	expect_bw(sendrecv_time(now, 2, 8, GIB1), GIB1 / 8e9);
+	expect_bw(sendrecv_time(old, 3, 8, GIB1), GIB1 / 4e9);
+}
