@@ -184,6 +184,98 @@ margs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
 	>"$tmp/moe.yaml" 2>"$tmp/err" &&
 	grep -q '^  permute_fusion: true$' "$tmp/moe.yaml" ||
 	bad "MoE import with --moe-permute-fusion: $(cat "$tmp/err")"
+# Megatron's MoE defaults where llmsim's differ (TransformerConfig @
+# 2a75ac12c): the allgather dispatcher, the router in the parameters'
+# dtype (bf16 here); and the MoE arguments: flex with its backend, the EP
+# overlap with delayed wgrad, the router's fp32, the expert TP size.
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4" --gpus 8 \
+	>"$tmp/md.yaml" 2>"$tmp/err" || bad "MoE defaults: $(cat "$tmp/err")"
+grep -q '^  dispatcher: allgather$' "$tmp/md.yaml" && grep -q '^  router_dtype: bf16$' "$tmp/md.yaml" ||
+	bad "MoE defaults: $(sed -n '/^moe:/,$p' "$tmp/md.yaml")"
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --expert-tensor-parallel-size 1
+ --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-router-dtype fp32
+ --overlap-moe-expert-parallel-comm --delay-wgrad-compute --moe-shared-expert-overlap" --gpus 8 \
+	>"$tmp/mf.yaml" 2>"$tmp/err" || bad "MoE flags: $(cat "$tmp/err")"
+for want in "etp: 1" "dispatcher: hybridep" "router_dtype: fp32" "a2a_overlap: true" \
+	"delay_wgrad: true" "shared_expert_overlap: true"; do
+	grep -q "^  $want$" "$tmp/mf.yaml" || bad "MoE flags: no '$want'"
+done
+! grep -q 'Unknown to llmsim' "$tmp/mf.yaml" || bad "MoE flags: $(grep Unknown "$tmp/mf.yaml")"
+"$llmsim" run "$tmp/mf.yaml" --no-store >/dev/null 2>&1 || bad "the MoE flags' import does not run"
+"$llmsim" config import-megatron "$margs --moe-token-dispatcher-type flex" --gpus 8 \
+	2>/dev/null | grep -q '^  dispatcher: deepep$' || bad "flex's default backend is not deepep"
+"$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
+# A job's step time in seconds (llmsim run --json).
+step() {
+	"$llmsim" run "$1" --json --no-store 2>/dev/null |
+		sed -n 's/.*"step_time_s":[[:space:]]*\([0-9.eE+-]*\).*/\1/p' | head -1
+}
+# --moe-layer-freq (arguments.py moe_freq_type): N is model.moe_layer_freq;
+# a list pattern (DeepSeek-V3's "([0]*3+[1]*58)") gives model.moe_layers,
+# its length the layer count (Megatron asserts it); a count on either side
+# of '*', groups repeated. 4 layers: [0]*1+[1]*3 -> MoE layers 1 2 3;
+# 2*([0]+[1]) -> 1 3. Dense layers make a shorter step than all-MoE.
+"$llmsim" config import-megatron "$margs --moe-layer-freq ([0]*1+[1]*3)" --gpus 8 \
+	>"$tmp/lf.yaml" 2>"$tmp/err" || bad "moe-layer-freq pattern: $(cat "$tmp/err")"
+grep -q '^  moe_layers: \[1, 2, 3\]$' "$tmp/lf.yaml" || bad "pattern: $(grep moe_layers "$tmp/lf.yaml")"
+"$llmsim" config import-megatron "$margs --moe-layer-freq 2*([0]+[1])" --gpus 8 2>/dev/null |
+	grep -q '^  moe_layers: \[1, 3\]$' || bad "pattern with a leading count"
+"$llmsim" config import-megatron "$margs --moe-layer-freq 2" --gpus 8 2>/dev/null |
+	grep -q '^  moe_layer_freq: 2$' || bad "--moe-layer-freq N"
+"$llmsim" config import-megatron "$margs" --gpus 8 >"$tmp/la.yaml" 2>/dev/null
+sa=$(step "$tmp/la.yaml"); sl=$(step "$tmp/lf.yaml")
+awk -v a="$sa" -v l="$sl" 'BEGIN { exit !(l + 0 > 0 && l + 0 < a + 0) }' ||
+	bad "one dense layer of 4: step $sl, all MoE $sa"
+for f in '([0]*1+[1]*4)/the pattern has 5 layers, --num-layers 4' \
+	'([0]*4)/no MoE layer' '[2]*4/a list item is not 0 or 1' \
+	'([0]+[1]*3/expected .)' 'x/expected a whole number from 1 or a list pattern' \
+	"$(printf '%.0s(' $(seq 100))[1]/parentheses nested deeper than 64"; do
+	"$llmsim" config import-megatron "$margs --moe-layer-freq ${f%%/*}" >/dev/null 2>"$tmp/err"
+	[ $? = 2 ] && grep -q "${f#*/}" "$tmp/err" || bad "bad pattern ${f%%/*}: $(cat "$tmp/err")"
+done
+# Token dropping: the capacity factor (a number) and the padding to it.
+"$llmsim" config import-megatron "$margs --expert-model-parallel-size 4 --moe-token-dispatcher-type alltoall
+ --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity" --gpus 8 \
+	>"$tmp/mc.yaml" 2>"$tmp/err" || bad "capacity: $(cat "$tmp/err")"
+grep -q '^  capacity_factor: 1.25$' "$tmp/mc.yaml" && grep -q '^  pad_to_capacity: true$' "$tmp/mc.yaml" ||
+	bad "capacity: $(sed -n '/^moe:/,$p' "$tmp/mc.yaml")"
+"$llmsim" run "$tmp/mc.yaml" --no-store >/dev/null 2>&1 || bad "the capacity import does not run"
+"$llmsim" config import-megatron "$margs --moe-expert-capacity-factor lots" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "moe-expert-capacity-factor: expected a number above 0 and at most 1000, got 'lots'" "$tmp/err" ||
+	bad "bad capacity factor: $(cat "$tmp/err")"
+# --fp8-format's fp8 GEMMs stand whether --bf16 comes before or after it
+# (after it, the import read bf16).
+"$llmsim" config import-megatron "$margs --fp8-format hybrid" --gpus 8 2>/dev/null |
+	grep -q '^  dtype: fp8$' || bad "--bf16 --fp8-format: not fp8"
+"$llmsim" config import-megatron "$(echo "$margs" | sed 's/--bf16//') --fp8-format hybrid --bf16" \
+	--gpus 8 >"$tmp/f8.yaml" 2>/dev/null
+grep -q '^  dtype: fp8$' "$tmp/f8.yaml" && grep -q '^  router_dtype: bf16$' "$tmp/f8.yaml" ||
+	bad "--fp8-format --bf16: $(grep dtype "$tmp/f8.yaml")"
+
+# The experts' activation flags (they were 'Unknown to llmsim, ignored'):
+# --use-transformer-engine-op-fuser turns off the second kernel of the
+# weighted GLU's backward (framework glu_probs_grad_kernel, true in the
+# megatron-core preset), --no-bias-swiglu-fusion runs the gated activation
+# eagerly; both go into the framework's elementwise mapping. The op fuser's
+# step is shorter than the preset's (one kernel less a layer-microbatch),
+# the eager activation's longer (two kernels forward, four backward).
+gargs="$margs --swiglu --disable-bias-linear"
+"$llmsim" config import-megatron "$gargs" --gpus 8 >"$tmp/g0.yaml" 2>"$tmp/err" ||
+	bad "gated MoE import: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$gargs --use-transformer-engine-op-fuser --no-bias-swiglu-fusion" \
+	--gpus 8 >"$tmp/g2.yaml" 2>"$tmp/err" || bad "import the activation flags: $(cat "$tmp/err")"
+sed -n '/^framework:$/,/^training:$/p' "$tmp/g2.yaml" | tr '\n' '|' |
+	grep -q '^framework:|  preset: megatron-core|  elementwise:|    glu_probs_grad_kernel: false|    eager_activation: true|training:|$' &&
+	! grep -q 'Unknown to llmsim' "$tmp/g2.yaml" ||
+	bad "activation flags: $(sed -n '/^framework:/,/^training:/p' "$tmp/g2.yaml")"
+"$llmsim" config import-megatron "$gargs --use-transformer-engine-op-fuser" --gpus 8 \
+	>"$tmp/gf.yaml" 2>"$tmp/err" || bad "import the op fuser: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$gargs --no-bias-swiglu-fusion" --gpus 8 \
+	>"$tmp/ge.yaml" 2>"$tmp/err" || bad "import the eager activation: $(cat "$tmp/err")"
+s0=$(step "$tmp/g0.yaml"); sf=$(step "$tmp/gf.yaml"); se=$(step "$tmp/ge.yaml")
+awk -v a="$s0" -v f="$sf" -v e="$se" 'BEGIN { exit !(a + 0 > 0 && f + 0 < a + 0 && e + 0 > a + 0) }' ||
+	bad "activation flags' steps: preset $s0, op fuser $sf, eager $se"
 
 # Megatron's derived sizes (training/arguments.py validate_args,
 # training/tokenizer/tokenizer.py _vocab_size_with_padding): --swiglu

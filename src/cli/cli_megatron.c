@@ -109,6 +109,7 @@ struct imported {
 	int no_bias;			/* --disable-bias-linear seen */
 	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
+	long moe_pattern;		/* --moe-layer-freq list's length */
 	int vpp_given;			/* --num-layers-per-virtual-... seen */
 	int64_t layout_stages;		/* --pipeline-model-parallel-layout's;
 					 * 0: not given */
@@ -274,6 +275,16 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 			im->pp = atol(v);
 		return 0;
 	case M_FLAG:
+		/* --bf16 / --fp16 are the parameters' dtype (and an MoE
+		 * router's by default, finish_import); --fp8-format's fp8
+		 * GEMMs stand whichever of them comes first */
+		if (strcmp(m->key, "training.dtype") == 0) {
+			const char *had = get(im, m->key);
+
+			set(im, "(params dtype)", m->value);
+			if (had && strcmp(had, "fp8") == 0)
+				return 0;
+		}
 		set(im, m->key, m->value);
 		return 0;
 	case M_STR:
@@ -287,6 +298,46 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 		return -1;
 	case M_LIST:
 		return take_list(im, m, arg, v, d);
+	case M_MOE_FREQ: {
+		const char *list, *err;
+
+		if (!strchr(v, '[')) {	/* N: layer i is MoE when i % N == 0 */
+			if (!whole(v) || atol(v) < 1) {
+				diag_error(d, "megatron", 0, 0, "%s: expected a "
+					   "whole number from 1 or a list "
+					   "pattern, got '%s'", arg, v);
+				return -1;
+			}
+			set(im, "model.moe_layer_freq", v);
+			return 0;
+		}
+		list = cli_megatron_moe_layers(im->arena, v, &im->moe_pattern,
+					       &err);
+		if (!list && !err) {
+			diag_oom(d);
+			return -1;
+		}
+		if (!list) {
+			diag_error(d, "megatron", 0, 0, "%s '%s': %s", arg, v,
+				   err);
+			return -1;
+		}
+		set(im, m->key, list);
+		return 0;
+	}
+	case M_NUM: {
+		char *end;
+		double x = strtod(v, &end);
+
+		if (!*v || *end || !(x > 0 && x <= 1000)) {
+			diag_error(d, "megatron", 0, 0, "%s: expected a "
+				   "number above 0 and at most 1000, got '%s'",
+				   arg, v);
+			return -1;
+		}
+		set(im, m->key, v);
+		return 0;
+	}
 	case M_DROPOUT: {
 		char *end;
 		double p = strtod(v, &end);
@@ -316,7 +367,8 @@ static int takes_value(const struct marg *m)
 {
 	return m->type == M_INT || m->type == M_STR ||
 	       m->type == M_VPP_LAYERS || m->type == M_IGNORED ||
-	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT;
+	       m->type == M_DROPOUT || m->type == M_PP_LAYOUT ||
+	       m->type == M_NUM || m->type == M_MOE_FREQ;
 }
 
 static void note_word(const char **list, int *n, int *more, const char *a)
@@ -452,6 +504,37 @@ static int layout_vpp(struct arena *a, struct imported *im, struct diag *d)
 }
 
 /* Megatron's defaults and the derived keys. */
+/* Megatron asserts a --moe-layer-freq list has a layer per layer
+ * (gpt_layer_specs.py, @ 2a75ac12c). 0, or -1 after reporting. */
+static int moe_pattern_check(const struct imported *im, struct diag *d)
+{
+	if (im->moe_pattern == 0 || im->layers == 0 ||
+	    im->moe_pattern == im->layers)
+		return 0;
+	diag_error(d, "megatron", 0, 0, "--moe-layer-freq: the pattern has "
+		   "%ld layers, --num-layers %ld", im->moe_pattern, im->layers);
+	return -1;
+}
+
+/* Megatron's MoE defaults where llmsim's differ (TransformerConfig @
+ * NVIDIA/Megatron-LM 2a75ac12c): moe_token_dispatcher_type "allgather"
+ * (llmsim: alltoall); "flex" runs moe_flex_dispatcher_backend, "deepep"
+ * unless given (--moe-enable-deepep, deprecated, says deepep too); and
+ * moe_router_dtype None: the router's GEMM in its input's dtype, the
+ * parameters' (router.py gating; llmsim: fp32). */
+static void moe_defaults(struct imported *im)
+{
+	const char *t = get(im, "(dispatcher)"), *b = get(im, "(flex backend)");
+
+	if (!t)
+		t = "allgather";
+	set(im, "moe.dispatcher", strcmp(t, "flex") != 0 ? t :
+	    b ? b : "deepep");
+	if (!get(im, "moe.router_dtype"))
+		set(im, "moe.router_dtype", get(im, "(params dtype)") ?
+		    get(im, "(params dtype)") : "fp32");
+}
+
 static void finish_import(struct arena *a, struct imported *im)
 {
 	const char *h = get(im, "model.hidden_size");
@@ -502,6 +585,8 @@ static void finish_import(struct arena *a, struct imported *im)
 	 * llmsim's default is Megatron-Bridge's MoE bridges' True */
 	if (get(im, "model.n_routed_experts") && !get(im, "moe.permute_fusion"))
 		set(im, "moe.permute_fusion", "false");
+	if (get(im, "model.n_routed_experts"))
+		moe_defaults(im);
 	/* Megatron's add_bias_linear (every linear layer's bias) unless
 	 * --disable-bias-linear; --add-qkv-bias sets the attention's. */
 	if (!get(im, "model.attention_bias"))
@@ -518,17 +603,39 @@ static void finish_import(struct arena *a, struct imported *im)
 
 /* ---- the job ---------------------------------------------------------- */
 
-/* Print the section (model, training, ...) of the imported keys. */
+/* Print the section (model, training, ...) of the imported keys; a key
+ * one level further down (framework.elementwise.eager_activation) goes
+ * into its sub-section's mapping, printed once where it first appears. */
 static void put_section(FILE *out, const struct imported *im,
 			const char *sect, int indent)
 {
 	size_t n = strlen(sect);
-	int i;
+	int i, j;
 
-	for (i = 0; i < im->n; i++)
-		if (strncmp(im->key[i], sect, n) == 0 && im->key[i][n] == '.')
-			fprintf(out, "%*s%s: %s\n", indent, "", im->key[i] + n + 1,
-				im->val[i]);
+	for (i = 0; i < im->n; i++) {
+		const char *k = im->key[i] + n + 1, *dot;
+
+		if (strncmp(im->key[i], sect, n) != 0 || im->key[i][n] != '.')
+			continue;
+		dot = strchr(k, '.');
+		if (!dot) {
+			fprintf(out, "%*s%s: %s\n", indent, "", k, im->val[i]);
+			continue;
+		}
+		for (j = 0; j < i; j++)	/* printed with an earlier key */
+			if (strncmp(im->key[j], im->key[i],
+				    (size_t)(dot - im->key[i]) + 1) == 0)
+				break;
+		if (j < i)
+			continue;
+		fprintf(out, "%*s%.*s:\n", indent, "", (int)(dot - k), k);
+		for (j = i; j < im->n; j++)
+			if (strncmp(im->key[j], im->key[i],
+				    (size_t)(dot - im->key[i]) + 1) == 0)
+				fprintf(out, "%*s%s: %s\n", indent + 2, "",
+					im->key[j] + (dot - im->key[i]) + 1,
+					im->val[j]);
+	}
 }
 
 static int section_count(const struct imported *im, const char *sect)
@@ -764,7 +871,8 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 				       "the Megatron-LM arguments (one quoted "
 				       "string, or words after --)");
 	if (read_args(im, words, nwords, cx->diag) != 0 ||
-	    layout_vpp(cx->arena, im, cx->diag) != 0)
+	    layout_vpp(cx->arena, im, cx->diag) != 0 ||
+	    moe_pattern_check(im, cx->diag) != 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
 	finish_import(cx->arena, im);
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));

@@ -10,7 +10,7 @@
 #define LLMSIM_CLI_CLI_MEGATRON_H
 
 /* Job keys one import sets at most: the table's, and the derived ones. */
-#define CLI_MEGATRON_KEYS 72
+#define CLI_MEGATRON_KEYS 96
 
 enum mtype {
 	M_INT,		/* a whole number, copied */
@@ -21,6 +21,9 @@ enum mtype {
 			 * `values` (llmsim's names), as a list */
 	M_DROPOUT,	/* a probability; any > 0 (or absent: Megatron's
 			 * 0.1) turns training.dropout on */
+	M_NUM,		/* a number > 0 (at most 1000), copied */
+	M_MOE_FREQ,	/* --moe-layer-freq: N, or a list pattern
+			 * (cli_megatron_moe.c) */
 	M_PP_LAYOUT,	/* a pipeline layout string, quoted; its stages / pp
 			 * give vpp */
 	M_IGNORED,	/* takes a value; no effect on the step */
@@ -43,6 +46,15 @@ const struct marg *cli_megatron_arg(const char *a);
 /* Whether a is an argument without effect on a step's time (learning
  * rate, paths, logging): 0 not one, 1 a flag, 2 one that takes a value. */
 int cli_megatron_ignored(const char *a);
+
+struct arena;
+
+/* Megatron's --moe-layer-freq list pattern s ("([0]*3+[1]*58)") as
+ * model.moe_layers' list of the MoE layers ("[3, 4, ...]", in the arena),
+ * its length in *layers; NULL with *err set (a bad or empty pattern), or
+ * NULL with *err NULL out of memory. */
+const char *cli_megatron_moe_layers(struct arena *a, const char *s,
+				    long *layers, const char **err);
 
 /* Print the mapping as a Markdown table with the ignored arguments
  * (docs/megatron.md). CLI_OK. */

@@ -19,6 +19,11 @@ static const char *const pos_vals[] = {
 static const char *const recompute_vals[] = {
 	"full", "full", "selective", "selective", NULL };
 static const char *const opt_vals[] = { "adam", "adam", "sgd", "sgd", NULL };
+static const char *const dispatcher_vals[] = {
+	"allgather", "allgather", "alltoall", "alltoall", "flex", "flex", NULL };
+static const char *const flex_vals[] = {
+	"deepep", "deepep", "hybridep", "hybridep", NULL };
+static const char *const router_dtype_vals[] = { "fp32", "fp32", NULL };
 static const char *const fp8_vals[] = {
 	"e4m3", "fp8", "hybrid", "fp8", NULL };
 
@@ -71,6 +76,63 @@ static const struct marg margs[] = {
 	{ "--moe-permute-fusion", M_FLAG, "moe.permute_fusion", "true", NULL,
 	  "Transformer Engine's fused permute; Megatron's default is off "
 	  "(false)" },
+	/* TransformerConfig use_transformer_engine_op_fuser (an argument of
+	 * its own through the config's fields): TEGroupedMLP runs Transformer
+	 * Engine's op-fuser grouped MLP (experts.py _with_fused_impl,
+	 * NVIDIA/Megatron-LM @ 2a75ac12c), not Megatron-Core's torch.compile'd
+	 * weighted_swiglu_back: the fused cuTe DSL MLP's FC2 dgrad writes the
+	 * probabilities' gradient (Blackwell, TE @ d0067d0da
+	 * ops/fused/grouped_mlp.py dprob_tensor), and the unfused ops'
+	 * ScaledSwiGLU backward (tex.scaled_dswiglu) takes both gradients in
+	 * one kernel, one block a row (common/activation/scaled_activation.cu
+	 * scaled_gated_backward_kernel: TE #3132, 215e15e0e, 2026-07-14, in
+	 * v2.18; older TE recomputed the GLU for a vecdot) */
+	{ "--use-transformer-engine-op-fuser", M_FLAG,
+	  "framework.elementwise.glu_probs_grad_kernel", "false", NULL,
+	  "Transformer Engine's op-fuser grouped MLP (TE >= 2.18): the "
+	  "routing probabilities' gradient inside the activation's backward "
+	  "kernel" },
+	/* arguments.py: store_false into bias_swiglu_fusion, which
+	 * argument_utils.py passes as bias_activation_fusion with --swiglu;
+	 * without it MLP.forward and TEGroupedMLP's bias_act_func run
+	 * glu(x) = silu(x_glu) * x_linear on torch.chunk's halves, eager
+	 * (mlp.py, experts.py @ 2a75ac12c) */
+	{ "--no-bias-swiglu-fusion", M_FLAG,
+	  "framework.elementwise.eager_activation", "true", NULL,
+	  "with --swiglu: the gated activation as PyTorch ops on the two "
+	  "halves; Megatron fuses it by default" },
+	/* The MoE layer's arguments (TransformerConfig fields @
+	 * NVIDIA/Megatron-LM 2a75ac12c, arguments through
+	 * ArgumentGroupFactory): Megatron's defaults are set in
+	 * finish_import (moe_defaults) */
+	{ "--moe-layer-freq", M_MOE_FREQ, "model.moe_layers", NULL, NULL,
+	  "a list pattern such as ([0]*3+[1]*58): its MoE layers; N: "
+	  "model.moe_layer_freq (layer i is MoE when i % N == 0)" },
+	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
+	  NULL, "default the tensor-parallel size, as Megatron" },
+	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
+	  dispatcher_vals, "moe.dispatcher: allgather (Megatron's default), "
+	  "alltoall, or flex's backend" },
+	{ "--moe-flex-dispatcher-backend", M_STR, "(flex backend)", NULL,
+	  flex_vals, "with flex: moe.dispatcher deepep (default) or hybridep" },
+	{ "--moe-enable-deepep", M_FLAG, "(flex backend)", "deepep", NULL,
+	  "deprecated: flex's backend deepep" },
+	{ "--moe-router-dtype", M_STR, "moe.router_dtype", NULL,
+	  router_dtype_vals, "without it the parameters' dtype, as "
+	  "Megatron's router" },
+	{ "--overlap-moe-expert-parallel-comm", M_FLAG, "moe.a2a_overlap",
+	  "true", NULL, NULL },
+	{ "--delay-wgrad-compute", M_FLAG, "moe.delay_wgrad", "true", NULL,
+	  NULL },
+	{ "--moe-shared-expert-overlap", M_FLAG, "moe.shared_expert_overlap",
+	  "true", NULL, NULL },
+	{ "--moe-expert-capacity-factor", M_NUM, "moe.capacity_factor", NULL,
+	  NULL, "token dropping past this times the mean (Megatron's "
+	  "default None: dropless)" },
+	{ "--moe-pad-expert-input-to-capacity", M_FLAG, "moe.pad_to_capacity",
+	  "true", NULL, NULL },
+	{ "--moe-router-padding-for-quantization", M_FLAG,
+	  "moe.router_padding", "true", NULL, NULL },
 	{ "--mtp-num-layers", M_INT, "moe.mtp_layers", NULL, NULL,
 	  "MTP modules; the layout's m count must match" },
 	{ "--seq-length", M_INT, "training.seq_len", NULL, NULL, NULL },
@@ -214,6 +276,10 @@ static const char *type_text(const struct marg *m, char *buf, size_t len)
 		return "N";
 	case M_DROPOUT:
 		return "P";
+	case M_NUM:
+		return "X";
+	case M_MOE_FREQ:
+		return "N or PATTERN";
 	case M_PP_LAYOUT:
 		return "LAYOUT";
 	case M_IGNORED_FLAG:

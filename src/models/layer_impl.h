@@ -334,6 +334,9 @@ void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d);
 /* The weighted GLU's probability gradient, its second kernel (after
  * expert_act_bwd; moe_permute.c). */
 void moe_act_probs_bwd(struct layer_ops *o, const struct layer_dims *d);
+void moe_act_probs_eager(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d);
+void moe_act_probs_eager_bwd(struct layer_ops *o, const struct layer_dims *d);
 /* The router (moe_router.c, a leaf of moe.c): gating GEMM, top-k and
  * aux-loss ops; their backward with Megatron-Core's router_gating_linear
  * dtype casts around its GEMMs. */

@@ -679,6 +679,7 @@ static void experts_fwd(struct layer_ops *o, enum layer_pass pass,
 	first = (int16_t)o->n;
 	clamp_op(o, "expert_clamp", pass, d);
 	lop_act_fwd(o, "expert_act", pass, d, R, u, f);
+	moe_act_probs_eager(o, pass, d);
 	glu_sync(o, d, before, first);
 	grouped_cast(o, "expert_fc2_cast", pass, d, R * f);
 	if (d->lowp && (d->rc_mods & 1u << RCM_MOE_ACT)) {
@@ -852,6 +853,7 @@ static void act_recompute(struct layer_ops *o, const struct layer_dims *d)
 
 	clamp_op(o, "expert_clamp", PASS_RECOMPUTE, d);	/* inside bias_act_func */
 	lop_act_fwd(o, "expert_act", PASS_RECOMPUTE, d, R, u, f);
+	moe_act_probs_eager(o, PASS_RECOMPUTE, d);
 	glu_sync(o, d, before, first);
 	if (!d->lowp)
 		return;
@@ -895,6 +897,7 @@ static void experts_bwd(struct layer_ops *o, unsigned mods,
 		act_recompute(o, d);
 	grouped_bwd(o, d, "expert_fc2_grad_cast", "expert_fc2_dgrad",
 		    "expert_fc2_wgrad", f, h);
+	moe_act_probs_eager_bwd(o, d);
 	lop_act_bwd(o, "expert_act_bwd", d, R, u, f);
 	moe_act_probs_bwd(o, d);
 	clamp_op(o, "expert_clamp_bwd", PASS_BWD, d);

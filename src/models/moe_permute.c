@@ -315,6 +315,70 @@ void moe_act_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
 	op->host = HOST_FREE;	/* inside the activation's backward call */
 }
 
+/* The eager gated activation where it applies the routing probabilities
+ * (d->eager_act with moe_probs_act): bias_activation_fusion off (Megatron-
+ * LM --no-bias-swiglu-fusion; AMD Primus's Qwen3-30B-A3B and 235B model
+ * configs set bias_swiglu_fusion false, primus/configs/models/megatron/
+ * qwen3_30B_A3B.yaml @ 3aaf2d5f through fd1eeabb), where TEGroupedMLP's
+ * bias_act_func runs (NVIDIA/Megatron-LM @ 2a75ac12c experts.py; Primus's
+ * PrimusGroupedMLP.bias_act_func the same):
+ *
+ *     x_glu, x_linear = torch.chunk(x, 2, dim=-1)
+ *     y = act(x_glu) * (x_linear + glu_linear_offset)  # lop_act_fwd's two
+ *     y = (y * permuted_probs).to(y.dtype)             # + these
+ *
+ * Forward, each a PyTorch op: the offset's add on the linear half (read
+ * the strided half R f B, write R f B; since Megatron-LM 2e29a5e1e3,
+ * 2025-09, "quick geglu for gpt-oss": an add of 0.0 still launches), the
+ * product with the probabilities (read R f B + R P, write R f O, O the
+ * promoted type: max(B, P), fp32 when the probabilities are fp32), and,
+ * when O is wider than B, the cast back (read R f O, write R f B). The
+ * checkpointed bias_act_func recomputes all of it (moe_act recompute). */
+void moe_act_probs_eager(struct layer_ops *o, enum layer_pass pass,
+			 const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double R = m->rows, f = m->ffn / m->etp, B = d->act_B;
+	double P = m->probs_B, O = fmax(B, P);
+	int cast = O > B;
+
+	if (!d->moe_probs_act || !d->eager_act || !(R > 0))
+		return;
+	lop_eager(o, "expert_glu_offset", pass, R * f * B, R * f * B,
+		  R * f * B, 1, R * f);
+	lop_eager(o, "expert_probs_mul", pass,
+		  R * f * B + R * P + (cast ? R * f * O : 0),
+		  R * f * O + (cast ? R * f * B : 0), 0, cast ? 2 : 1, R * f);
+}
+
+/* Its backward, autograd's nodes in reverse (the offset's AddBackward
+ * passes the gradient through, no kernel): with the cast, ToCopyBackward
+ * widens the output's gradient g (read R f B, write R f O); MulBackward0
+ * takes the product's input gradient g p (read R f O + R P, write R f O;
+ * the engine then casts it to the input's type, read R f O, write R f B,
+ * when O is wider) and the probabilities' gradient g y (read R f O + R f
+ * B, write R f O) summed over the broadcast row (read R f O, write R P):
+ * 5 kernels with the cast, 3 without (pytorch tools/autograd/
+ * derivatives.yaml mul.Tensor: mul_tensor_backward, sum_to for the
+ * broadcast operand; torch/csrc/autograd/engine.cpp validate_outputs
+ * casts a gradient to its input's dtype). Before expert_act_bwd: the
+ * activation's backward takes this input gradient. */
+void moe_act_probs_eager_bwd(struct layer_ops *o, const struct layer_dims *d)
+{
+	const struct moe_dims *m = &d->moe;
+	double R = m->rows, f = m->ffn / m->etp, B = d->act_B;
+	double P = m->probs_B, O = fmax(B, P);
+	int cast = O > B;
+
+	if (!d->moe_probs_act || !d->eager_act || !(R > 0))
+		return;
+	lop_eager(o, "expert_probs_mul_bwd", PASS_BWD,
+		  (cast ? R * f * B + R * f * O : 0) + 3 * R * f * O +
+		  R * P + R * f * B,
+		  (cast ? R * f * O + R * f * B : 0) + 2 * R * f * O + R * P,
+		  0, cast ? 5 : 3, 3 * R * f);
+}
+
 /* The permute's backward (moe_bwd, after the dispatch's reverse
  * all-to-all): the scatter-add of the T k row gradients into T tokens
  * (with the unfused path's zeroed output) and the unfused index build's

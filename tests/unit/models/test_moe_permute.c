@@ -257,3 +257,110 @@ Test(moe, weighted_glu_backward_reduces_the_probabilities_apart)
 	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
 	moe_case_release(&m);
 }
+
+/*
+ * The eager gated activation with the probabilities in it (framework
+ * elementwise.eager_activation, moe_probs_in_activation: Megatron-LM
+ * --no-bias-swiglu-fusion, Primus's Qwen3 configs; moe_permute.c
+ * moe_act_probs_eager). The fixture above: R = 8192 rows, f = 512, B = 2
+ * (R (u + f) B = 25165824 with u = 2 f; R p = 16384 with p = 2).
+ * bf16 probabilities (P = 2, O = max(B, P) = 2, no cast):
+ *   expert_glu_offset: read and write R f B = 8388608 B, strided 8388608,
+ *     one kernel, one Python op;
+ *   expert_probs_mul: read R f B + R P = 8404992 B, write R f O = 8388608,
+ *     one kernel;
+ *   expert_probs_mul_bwd (just before expert_act_bwd): read 3 R f O + R P
+ *     + R f B = 25165824 + 16384 + 8388608 = 33570816 B, write 2 R f O +
+ *     R P = 16793600 B, 3 kernels.
+ * fp32 probabilities (P = 4, O = 4: the product is fp32 and cast back):
+ *   expert_probs_mul: read R f B + R P + R f O = 8388608 + 32768 +
+ *     16777216 = 25198592 B, write R f O + R f B = 25165824 B, 2 kernels
+ *     and 2 Python ops;
+ *   expert_probs_mul_bwd: read (R f B + R f O) + 3 R f O + R P + R f B =
+ *     25165824 + 50331648 + 32768 + 8388608 = 83918848 B, write (R f O +
+ *     R f B) + 2 R f O + R P = 25165824 + 33554432 + 32768 = 58753024 B,
+ *     5 kernels.
+ * The fused activation's second kernel (expert_act_probs_bwd) is not run;
+ * nothing is added with the fused activation or without the probabilities
+ * in the activation; moe_act recomputation runs the forward's two again.
+ */
+Test(moe, eager_glu_multiplies_the_probabilities_apart)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int at;
+
+	moe_case_ep(&m, &e, "test-alltoall", 1);
+	m.f.model.gated_mlp = 1;
+	m.f.fw.moe_probs_in_activation = 1;
+	m.f.fw.elementwise.glu_probs_grad_kernel = 1;
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_fwd(&m);
+	at = fixture_op_index(&m.o, "expert_act");
+	cr_assert(at >= 0);
+	cr_assert_eq(fixture_op_index(&m.o, "expert_glu_offset"), at + 1);
+	cr_assert_eq(fixture_op_index(&m.o, "expert_probs_mul"), at + 2);
+	c = fixture_op(&m.o, "expert_glu_offset");
+	cr_assert_float_eq(c->k.read_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.strided_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.launches, 1, 1e-12);
+	c = fixture_op(&m.o, "expert_probs_mul");
+	cr_assert_eq(c->pass, PASS_FWD);
+	cr_assert_float_eq(c->k.read_B, 8404992, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 8388608, 1e-6);
+	cr_assert_float_eq(c->k.launches, 1, 1e-12);
+	cr_assert_eq(c->host, HOST_OP);
+	cr_assert_eq(c->host_n, 1);
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "expert_act_bwd");
+	cr_assert(at >= 1);
+	cr_assert_eq(fixture_op_index(&m.o, "expert_probs_mul_bwd"), at - 1);
+	c = fixture_op(&m.o, "expert_probs_mul_bwd");
+	cr_assert_eq(c->pass, PASS_BWD);
+	cr_assert_float_eq(c->k.read_B, 33570816, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 16793600, 1e-6);
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	cr_assert_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "expert_probs_mul");
+	cr_assert_float_eq(c->k.read_B, 25198592, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 25165824, 1e-6);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_eq(c->host_n, 2);
+	moe_case_bwd(&m);
+	c = fixture_op(&m.o, "expert_probs_mul_bwd");
+	cr_assert_float_eq(c->k.read_B, 83918848, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 58753024, 1e-6);
+	cr_assert_float_eq(c->k.launches, 5, 1e-12);
+
+	/* moe_act recomputation: bias_act_func again, before its backward */
+	moe_case_fwd(&m);
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	layer_bwd(&m.d, &m.kind, LREC_SELECTIVE, &m.o);
+	c = fixture_op(&m.o, "expert_probs_mul");
+	cr_assert_not_null(c);
+	cr_assert_eq(c->pass, PASS_RECOMPUTE);
+	cr_assert_not_null(fixture_op(&m.o, "expert_glu_offset"));
+	cr_assert(fixture_op_index(&m.o, "expert_probs_mul") <
+		  fixture_op_index(&m.o, "expert_probs_mul_bwd"));
+
+	m.f.fw.elementwise.eager_activation = 0;	/* the fused function */
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_probs_mul"));
+	cr_assert_null(fixture_op(&m.o, "expert_glu_offset"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_probs_mul_bwd"));
+	cr_assert_not_null(fixture_op(&m.o, "expert_act_probs_bwd"));
+
+	m.f.fw.elementwise.eager_activation = 1;
+	m.f.fw.moe_probs_in_activation = 0;	/* weighted at the unpermute */
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_probs_mul"));
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "expert_probs_mul_bwd"));
+	moe_case_release(&m);
+}
