@@ -317,8 +317,7 @@ FUZZ_SRC_measure := src/cli/measure_proto.c src/cli/measure_nccl.c \
 	src/cli/measure_print.c $(wildcard src/store/*.c)
 FUZZ_SRC_sweep := src/sweep/sweep_file.c src/sweep/sweep_point.c \
 	src/plan/plan_layout.c src/gpu/gpu.c
-FUZZ_SRC_megatron := src/cli/cli_megatron.c src/cli/cli_megatron_map.c \
-	src/cli/cli_opt.c
+FUZZ_SRC_megatron := $(wildcard src/cli/cli_megatron*.c) src/cli/cli_opt.c
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE -Isrc
