@@ -201,6 +201,16 @@ static const struct gpu_spec *gpu_of(struct arena *a, const char *preset)
 		fprintf(stderr, "cannot load %s with %s\n", JOB, sys);
 		exit(1);
 	}
+	/* at the clock the tables ran at (fitted_clock; configs/gpus/
+	 * README.md "Clock basis"): the fit then prints the preset's value */
+	if (j->system->gpu->fitted_clock.trtllm_ctx16_eff_hz > 0) {
+		struct gpu_spec *g = arena_alloc(a, sizeof(*g));
+
+		gpu_at_matrix_clock(j->system->gpu,
+				    j->system->gpu->fitted_clock.trtllm_ctx16_eff_hz,
+				    g);
+		return g;
+	}
 	return j->system->gpu;
 }
 

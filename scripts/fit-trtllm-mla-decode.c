@@ -211,7 +211,16 @@ static void load_gpu(struct arena *a, const char *name, struct gpu_spec *g)
 		fprintf(stderr, "cannot load the %s system\n", name);
 		exit(2);
 	}
-	*g = *j->system->gpu;
+	/* at the clock the tables ran at (the preset's fitted_clock,
+	 * configs/gpus/README.md "Clock basis"), so that the fit prints the
+	 * preset's values: rates of the peak at that clock, the unit time at
+	 * it */
+	if (j->system->gpu->fitted_clock.trtllm_mla_eff_hz > 0)
+		gpu_at_matrix_clock(j->system->gpu,
+				    j->system->gpu->fitted_clock.trtllm_mla_eff_hz,
+				    g);
+	else
+		*g = *j->system->gpu;
 	/* "before": the flash rates, as without the three keys */
 	g->attention.trtllm_mla_eff = g->attention.trtllm_mla_fp8_eff = 0;
 	g->attention.trtllm_mla_unit_s = 0;

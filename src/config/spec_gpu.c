@@ -560,6 +560,11 @@ static const struct schema_field gpu_fields[] = {
 		  "flag exchange): what it runs at where the library's "
 		  "gpu_floor is on, in place of its base (its tuner keeps "
 		  "the base); 0 = the library's base" },
+	{ .key = "fitted_clock", .type = ST_SECTION,
+	  .offset = OFF(fitted_clock), .sub = &gpu_fitted_clock_schema,
+	  .flags = SF_OPTIONAL,
+	  .help = "per key fitted on op tables, the clock they ran at "
+		  "(spec_gpu_clock.c)" },
 	{ .key = "collective_ll_step", .type = ST_TIME,
 	  .offset = OFF(collective_ll_step_s), .def = "0 us", .min = 1e-8,
 	  .max = 1e-4, .flags = SF_FIT | SF_ZERO_OFF,
@@ -907,6 +912,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_lowp_attention(g, at, d) < 0)
 		rc = -1;
 	if (check_softmax_overlap(g, at, d) < 0)
+		rc = -1;
+	if (gpu_fitted_clock_check(g, at, d) < 0)
 		rc = -1;
 	if (g->triton_moe_untuned.n % 2) {
 		schema_check_error(d, at, "triton_moe_untuned",

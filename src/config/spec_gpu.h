@@ -158,6 +158,21 @@ enum gpu_wo_kernel {
 
 extern const char *const gpu_wo_kernel_names[];
 
+/* The clock (Hz, in sustained_matrix_clock's terms) of the op tables a
+ * fitted key was fitted on; 0 = not stated (a fixed time is then taken at
+ * the step's clock). configs/gpus/README.md "Clock basis". */
+struct gpu_fitted_clock {
+	double flashmla_sparse_eff_hz;
+	double triton_moe_fp8_block_rate_hz;
+	double triton_moe_default_eff_hz;
+	double weight_only_moe_eff_hz;		/* every kernel of the section */
+	double trtllm_ctx16_eff_hz;
+	double trtllm_mla_eff_hz;
+	double trtllm_mla_fp8_eff_hz;
+	double trtllm_mla_unit_hz;
+	double xqa_hmma_unit_hz;
+};
+
 struct gpu_spec {
 	const char *name;			/* preset name */
 	int vendor;				/* enum gpu_vendor */
@@ -310,9 +325,16 @@ struct gpu_spec {
 	double ssm_update_Bps;			/* B/s of state Mamba-2's decode state
 						 * update (selective_state_update) reads
 						 * and writes; 0 = it streams */
+	struct gpu_fitted_clock fitted_clock;	/* the clock of the tables some keys
+						 * were fitted on (spec_gpu_clock.c) */
 };
 
 extern const struct schema gpu_schema;
+/* Its `fitted_clock` section and its checks (spec_gpu_clock.c): 0, or -1
+ * after reporting. */
+extern const struct schema gpu_fitted_clock_schema;
+int gpu_fitted_clock_check(const struct gpu_spec *g,
+			   const struct schema_at *at, struct diag *d);
 /* Its `attention` section (spec_gpu_attn.c). */
 extern const struct schema gpu_attention_schema;
 

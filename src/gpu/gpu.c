@@ -123,6 +123,14 @@ double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt)
 	return peak * (g->sustained_matrix_clock_hz / g->matrix_clock_hz);
 }
 
+double gpu_fitted_time(const struct gpu_spec *g, double t_s,
+		       double table_hz)
+{
+	if (!(table_hz > 0))
+		return t_s;
+	return t_s * (table_hz / g->sustained_matrix_clock_hz);
+}
+
 double gpu_sustained_flops(const struct gpu_spec *g, enum dtype dt)
 {
 	return gpu_clock_peak_flops(g, dt) * g->gemm_efficiency_dtype[dt];

@@ -93,7 +93,8 @@
  * supportConfigHMMA, SM >= 80, 16-bit, INT8 or E4M3 caches): on Hopper an
  * FP8 cache runs the warp-specialized GMMA kernel (mha_sm90), a 16-bit one
  * the Ampere-style mma.sync kernel (mha.cu), whose work units take at
- * least attention.xqa_hmma_unit_time each, t_u = max(that, t_u above):
+ * least attention.xqa_hmma_unit_time each (scaled from its tables'
+ * clock to the step's as t_mla below), t_u = max(that, t_u above):
  * a fixed per-unit cost (Q load, pipeline, epilogue) that a unit's key
  * reads hide once it has a few hundred keys.
  *
@@ -112,8 +113,10 @@
  *     t = t_launch + max(F / (eta R_peak) + n t_mla / U, B / B_hbm)
  *
  * t_mla = attention.trtllm_mla_unit_time, a sequence's fixed time on
- * one SM (its 128 query heads' Q load, softmax state and output). The
- * GPU files give the fit (scripts/fit-trtllm-mla-decode.c).
+ * one SM (its 128 query heads' Q load, softmax state and output), in
+ * cycles: scaled from its tables' clock to the step's (gpu
+ * fitted_clock; gpu_fitted_time). The GPU files give the fit
+ * (scripts/fit-trtllm-mla-decode.c).
  *
  * Sliding windows (h->window = w): a group's kernel reads the keys
  * within w of its queries, min(kv, q + w - 1) per sequence, and its
@@ -411,11 +414,13 @@ static struct gpu_cost trtllm_mla_decode(const struct gpu_spec *g,
 					 int ngroups, double eta)
 {
 	enum dtype mdt = mla_dtype(h);
-	double rate, bw, flops = 0, bytes = 0, fixed = 0, comp_s;
+	double rate, bw, flops = 0, bytes = 0, fixed = 0, comp_s, unit_s;
 	int i;
 
 	gpu_require_dtype(g, mdt);
 	rate = gpu_clock_peak_flops(g, mdt) * eta;
+	unit_s = gpu_fitted_time(g, g->attention.trtllm_mla_unit_s,
+				 g->fitted_clock.trtllm_mla_unit_hz);
 	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	for (i = 0; i < ngroups; i++) {
 		const struct gpu_attn_group *x = &grp[i];
@@ -428,7 +433,7 @@ static struct gpu_cost trtllm_mla_decode(const struct gpu_spec *g,
 		flops += x->count * h->heads_q * gpu_attn_pairs(&a) *
 			 pair_flops(h);
 		bytes += group_bytes(h, x, dtype_bytes(dt));
-		fixed += x->count * g->attention.trtllm_mla_unit_s;
+		fixed += x->count * unit_s;
 	}
 	if (flops == 0)
 		return (struct gpu_cost){0, 0, 0, GPU_BOUND_MEMORY, GPU_LEVEL_HBM, 0};
@@ -451,7 +456,8 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 	 * cache runs its mma.sync kernel, whose units take at least the
 	 * GPU's xqa_hmma_unit_time (see the top) */
 	double floor_s = h->split == GPU_TRTLLM_DECODE_XQA && h->kv_B > 1 ?
-			 g->attention.xqa_hmma_unit_s : 0;
+			 gpu_fitted_time(g, g->attention.xqa_hmma_unit_s,
+					 g->fitted_clock.xqa_hmma_unit_hz) : 0;
 	double mla_eta = mla_dtype(h) == DTYPE_FP8 ?
 			 g->attention.trtllm_mla_fp8_eff :
 			 g->attention.trtllm_mla_eff;

@@ -19,6 +19,12 @@ void gpu_require_size(double x, const char *what);
 /* The clock-scaled matrix peak P(dt) (f_s / f_q) (FLOP/s), before any
  * kernel's efficiency (gpu.c); 0 when dt is unsupported. */
 double gpu_clock_peak_flops(const struct gpu_spec *g, enum dtype dt);
+/* A fixed time fitted on tables timed at table_hz (gpu fitted_clock; 0 =
+ * not stated) at the step's matrix clock: t_s x table_hz /
+ * sustained_matrix_clock, a work unit's cycles (configs/gpus/README.md
+ * "Clock basis"). */
+double gpu_fitted_time(const struct gpu_spec *g, double t_s,
+		       double table_hz);
 
 /*
  * A kernel's cost from its parts: body_s is the time on the GPU without

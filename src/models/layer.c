@@ -697,7 +697,7 @@ void layer_embed_fwd(const struct layer_dims *d, struct layer_ops *o)
  * distributed/distributed_data_parallel.py _make_backward_post_hook,
  * NVIDIA/Megatron-LM 0e9fcc1d). */
 static void embed_bwd_dense(const struct layer_dims *d, struct layer_ops *o,
-			    int mtp)
+			    int mtp, int summed)
 {
 	double t = layer_tokens(d), h = d->hidden, n = d->vocab / d->tp * h;
 	struct layer_op *op;
@@ -708,8 +708,13 @@ static void embed_bwd_dense(const struct layer_dims *d, struct layer_ops *o,
 		       t * h * (d->act_B + 4), t * h * (4 + d->act_B), t * h);
 	op->k.launches = EMBED_BWD_KERNELS;
 	op->host_kernels = EMBED_BWD_KERNELS - 1;
-	lop_memop(o, mtp ? "mtp_embed_main_grad_add" : "embed_main_grad_add",
-		  PASS_BWD, n * (d->act_B + d->grad_B), n * d->grad_B, n);
+	if (summed)	/* autograd's InputBuffer add: read 2 n B, write n B */
+		lop_memop(o, "mtp_embed_grad_sum", PASS_BWD,
+			  2 * n * d->act_B, n * d->act_B, n);
+	else
+		lop_memop(o, mtp ? "mtp_embed_main_grad_add" :
+			  "embed_main_grad_add", PASS_BWD,
+			  n * (d->act_B + d->grad_B), n * d->grad_B, n);
 }
 
 void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
@@ -722,7 +727,7 @@ void layer_embed_bwd(const struct layer_dims *d, struct layer_ops *o)
 		lop_tpcoll(o, "embed_grad_allgather", PASS_BWD, d,
 			   COLL_ALLGATHER, t * h * d->act_B);
 	if (d->embed_dense) {
-		embed_bwd_dense(d, o, 0);
+		embed_bwd_dense(d, o, 0, 0);
 	} else {
 		/* scatter-add of T rows into the gradient buffer (G bytes
 		 * each) */
@@ -923,7 +928,7 @@ void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 		   int nk, enum layer_recompute rc, int with_head,
-		   struct layer_ops *o)
+		   int embed_summed, struct layer_ops *o)
 {
 	double t = layer_tokens(d), h = d->hidden;
 	int16_t red;
@@ -946,9 +951,17 @@ void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 	 * or mtp_process; the first stage's shared weight on one stage): the
 	 * same F.embedding, so under embedding_grad_dense the same dense
 	 * gradient and main_grad.add_ every microbatch (the DDP hook runs
-	 * after each AccumulateGrad, once per lookup), not T rows. */
+	 * after each AccumulateGrad), not T rows. With embed_summed the same
+	 * weight has another lookup in this backward (one stage: the first
+	 * stage's embedding; a second MTP module): autograd sums the lookups'
+	 * dense gradients in the weight's AccumulateGrad input buffer
+	 * (torch/csrc/autograd/input_buffer.cpp: an add, read 2 n B, write
+	 * n B) and the node, and Megatron's hook on it (distributed_data_
+	 * parallel.py: grad_acc.register_hook, NVIDIA/Megatron-LM d98e8a64),
+	 * run once: one main_grad.add_ a backward, charged at the lookup
+	 * whose backward runs last. */
 	if (d->embed_dense)
-		embed_bwd_dense(d, o, 1);
+		embed_bwd_dense(d, o, 1, embed_summed);
 	else
 		lop_memop(o, "mtp_embed_wgrad", PASS_BWD,
 			  t * h * (d->act_B + d->grad_B), t * h * d->grad_B,

@@ -653,12 +653,16 @@ void layer_bwd(const struct layer_dims *d, const struct layer_kind *k,
  * 2h -> h, its nk layers of kinds k (one transformer layer; a hybrid's
  * blocks, Nemotron 3 Super's attention and MoE: layer_mtp_kinds), and
  * (with_head) the shared LM head and loss; without, the head runs as a
- * unit of its own on the loss's stage (the MTP in a stage of its own). */
+ * unit of its own on the loss's stage (the MTP in a stage of its own).
+ * embed_summed: the module's embedding lookup is not the last in the
+ * backward of its weight on this rank (one stage, or a later MTP
+ * module), so its gradient is summed into the weight's by autograd
+ * instead of added to main_grad (layer.c embed_bwd_dense). */
 void layer_mtp_fwd(const struct layer_dims *d, const struct layer_kind *k,
 		   int nk, int with_head, struct layer_ops *o);
 void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 		   int nk, enum layer_recompute rc, int with_head,
-		   struct layer_ops *o);
+		   int embed_summed, struct layer_ops *o);
 
 /* The kinds of model m's MTP module into k (at most MODEL_MTP_BLOCKS):
  * its mtp_hybrid_override_pattern's blocks (Megatron-Core builds the

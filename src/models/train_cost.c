@@ -166,17 +166,26 @@ int train_cost_blocks(struct train *t)
 
 		layer_mtp_fwd(&t->dims, mk, nk, !t->mtp_alone, o);
 		t->mf = new_block(t, o);
-		layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, o);
+		layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, 0, o);
 		t->mb = new_block(t, o);
 		if (!t->mf || !t->mb)
 			return -1;
+		/* a lookup of the same embedding weight after it in the
+		 * backward: the first stage's (one stage) or the first
+		 * module's (train_impl.c mtp_bwd_block) */
+		if (t->dims.embed_dense && (t->stages == 1 || t->mtp >= 2)) {
+			layer_mtp_bwd(&t->dims, mk, nk, rc, !t->mtp_alone, 1,
+				      o);
+			if (!(t->mbs = new_block(t, o)))
+				return -1;
+		}
 		/* the MTP heads share the output layer's weight, which the
 		 * head's cast covers (t->hf): the module's own weights */
 		if (t->dims.head_lowp) {
 			struct layer_dims dn = t->dims;
 
 			dn.head_lowp = 0;
-			layer_mtp_bwd(&dn, mk, nk, rc, !t->mtp_alone, o);
+			layer_mtp_bwd(&dn, mk, nk, rc, !t->mtp_alone, 0, o);
 		}
 		if (weight_cast(t, t->mf, o) != 0)
 			return -1;

@@ -149,6 +149,16 @@ int train_layer_kind(const struct train *t, int64_t i)
 	return layer_kind(t, i);
 }
 
+/* The backward block of MTP module i (forward order on its stage): the
+ * summed one (t->mbs) when a lookup of its embedding weight runs after
+ * it in the rank's backward, the first stage's on one stage or the
+ * first module's before a later one (autograd runs the weight's
+ * AccumulateGrad, and Megatron's main_grad hook, once: layer.c). */
+static const struct block *mtp_bwd_block(const struct train *t, int64_t i)
+{
+	return t->mbs && (t->stages == 1 || i > 0) ? t->mbs : t->mb;
+}
+
 const struct block *train_unit_block(const struct train *t, int64_t vs,
 				     int bwd, int64_t u, int32_t *layer)
 {
@@ -166,9 +176,10 @@ const struct block *train_unit_block(const struct train *t, int64_t vs,
 		return bwd ? t->hb : t->hf;
 	if (last && k > head)	/* an MTP module, or its head alone */
 		return t->mtp_alone ? (bwd ? t->hb : t->hf)
-				    : (bwd ? t->mb : t->mf);
+				    : (bwd ? mtp_bwd_block(t, k - head - 1)
+					   : t->mf);
 	if (k >= layers_end)	/* an MTP module on its own stage */
-		return bwd ? t->mb : t->mf;
+		return bwd ? mtp_bwd_block(t, k - layers_end) : t->mf;
 	*layer = (int32_t)(first + k - has_embed);
 	kind = layer_kind(t, *layer);
 	return bwd ? t->lb[kind] : t->lf[kind];
@@ -211,10 +222,11 @@ void train_unit_params(const struct train *t, int64_t vs, int bwd,
 	else if (b == t->hf || b == t->hb)
 		/* pp = 1: the one rank holds the embedding with the head */
 		d = footprint_unit_params(t->job, &t->dims, UNIT_HEAD, t->pp == 1);
-	else if ((b == t->mf || b == t->mb) && t->job->moe.mtp_repeated &&
+	else if ((b == t->mf || b == t->mb || b == t->mbs) &&
+		 t->job->moe.mtp_repeated &&
 		 k - (n - t->mtp) > 0)
 		;	/* a repeated pass: the first module's weights */
-	else if (b == t->mf || b == t->mb) {
+	else if (b == t->mf || b == t->mb || b == t->mbs) {
 		footprint_mtp_params(t->job, &t->dims, &d, &e);
 		/* an MTP stage of its own builds the embedding too (Megatron
 		 * GPTModel: pre_process or mtp_process); its first module's

@@ -102,6 +102,11 @@ struct train {
 	struct block *mf, *mb;		/* a multi-token-prediction module (with
 					 * its output head and loss unless
 					 * mtp_alone) */
+	struct block *mbs;		/* ... its backward when its embedding
+					 * gradient is summed into a later
+					 * lookup's (layer_mtp_bwd embed_summed:
+					 * one stage, or a second module), or
+					 * NULL: mb */
 	int64_t mtp;			/* MTP modules */
 	int64_t mtp_stage;		/* the virtual stage holding them */
 	int mtp_alone;			/* mtp_stage is not the last (Megatron's

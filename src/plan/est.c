@@ -396,8 +396,12 @@ static double stage_kern(const struct est_cand *c, int64_t s, double *mem)
 		m_s += b->hf.mem_s + b->hb.mem_s;
 	}
 	if (s == c->mtp_stage) {
-		k += (double)c->mtp * (b->tf.kern_s + b->tb.kern_s);
-		m_s += (double)c->mtp * (b->tf.mem_s + b->tb.mem_s);
+		double ns = est_mtp_summed(c), n1 = (double)c->mtp - ns;
+
+		k += (double)c->mtp * b->tf.kern_s + n1 * b->tb.kern_s +
+		     ns * b->tbs.kern_s;
+		m_s += (double)c->mtp * b->tf.mem_s + n1 * b->tb.mem_s +
+		       ns * b->tbs.mem_s;
 	}
 	*mem = m_s;
 	return k;
@@ -426,7 +430,9 @@ static double model_flops(const struct est_cand *c)
 	const struct est_blocks *b = c->b;
 	double per_mb = (b->ef.model_flops + b->eb.model_flops +
 			 b->hf.model_flops + b->hb.model_flops) +
-			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops);
+			(double)c->mtp * (b->tf.model_flops + b->tb.model_flops) +
+			est_mtp_summed(c) * (b->tbs.model_flops -
+					     b->tb.model_flops);
 	int64_t s;
 
 	for (s = 0; s < c->S; s++) {
@@ -614,7 +620,7 @@ static int pipeline(struct est *e, struct est_cand *c,
 		    const struct est_dplan *dp, struct diag *d)
 {
 	int64_t S = c->S, ends = c->p + c->p * c->v, k;
-	size_t need = (size_t)(8 * S + 3 * ends);
+	size_t need = (size_t)(9 * S + 3 * ends);
 	double *t, *f_first, *b_last, *f_run, *b_run, *out, off, *held;
 	struct est_pipe in;
 	int64_t s;
@@ -634,12 +640,14 @@ static int pipeline(struct est *e, struct est_cand *c,
 	f_run = t + 4 * S;
 	b_run = t + 5 * S;
 	held = t + 6 * S;	/* f_held, b_held */
-	out = t + 8 * S;	/* runs A, B, C: rank ends, then chunk ends */
+	out = t + 9 * S;	/* runs A, B, C: rank ends, then chunk ends */
+	c->fsdp_w = NULL;
 	if (c->streams) {
-		if (est_fsdp_streams(e, c, t, t + S) != 0) {
+		if (est_fsdp_streams(e, c, t, t + S, t + 8 * S) != 0) {
 			diag_oom(d);
 			return -1;
 		}
+		c->fsdp_w = t + 8 * S;
 	} else {
 		for (s = 0; s < S; s++) {
 			t[s] = est_stage_f_of(c, s);
@@ -664,6 +672,15 @@ static int pipeline(struct est *e, struct est_cand *c,
 		held_stages(c, held, held + S);
 		in.f_held = c->f_held = held;
 		in.b_held = c->b_held = held + S;
+		/* a held backward gathers nothing: the rank last met its
+		 * group at its forward's last gather, or under
+		 * fsdp_reduce_one_in_flight at its last unit's wait for the
+		 * reduce-scatters before it (sync_tax) */
+		for (s = 0; s < S; s++)
+			t[8 * S + s] = c->j->framework->fsdp_reduce_one_in_flight ?
+				       c->fsdp_hb[s == 0 ? EST_EMBED : EST_LAYER] :
+				       held[S + s];
+		c->fsdp_w = t + 8 * S;
 	}
 	if (run_pipe(e, &in, out, out + c->p, d) != 0)
 		return -1;
@@ -783,8 +800,13 @@ static int setup(struct est *e, struct est_cand *c, int bound_only,
  *   e(N) sqrt(sigma_op^2 sum_ops t_op^2 + sigma_gpu^2 C^2),
  *
  * its ops the forward and backward of each (chunk, microbatch), C its
- * compute. The rendezvous inside the step (TP collectives, transfers)
- * add their own smaller waits, left out. */
+ * compute. ZeRO 3 from the DP streams (c->fsdp_w): the rank meets its
+ * data-parallel group at every unit's gather and reduce-scatter, and a
+ * meeting its compute waited for realigns it (the run's rule), so the
+ * last rendezvous waits only for the compute since then, one op of w =
+ * fsdp_w[r] (its last backward's, chunk 0's): t_op = C = w. The
+ * rendezvous inside the step (TP collectives, transfers) add their own
+ * smaller waits, left out. */
 static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 {
 	const struct variability_spec *v = &c->j->system->variability;
@@ -797,6 +819,13 @@ static double sync_tax(struct est *e, const struct est_cand *c, int64_t r)
 		     c->j->parallelism.cp);
 	if (n < 2)
 		return 0;
+	if (c->fsdp_w && c->fsdp_w[r] >= 0) {
+		sq = c->fsdp_w[r] * c->fsdp_w[r];
+		sum = c->fsdp_w[r];
+		return est_emax(e, n) * sqrt(v->op_jitter * v->op_jitter * sq +
+					   v->gpu_spread * v->gpu_spread *
+					   sum * sum);
+	}
 	for (ch = 0; ch < c->v; ch++) {
 		f = est_stage_f(c, ch * c->p + r);
 		b = est_stage_b(c, ch * c->p + r);

@@ -319,7 +319,7 @@ struct kblock {
 	struct block_op *op;	/* n */
 };
 
-enum { KB_COUNT = 13 };
+enum { KB_COUNT = 14 };
 
 /* Layer i's kind as train_cost.c cost_layers builds it. */
 static struct layer_kind kind_at(const struct model_spec *m, int64_t i)
@@ -394,8 +394,9 @@ struct kset {
 	struct kset *next;	/* every kset of the estimator, to free */
 	struct kblock b[KB_COUNT];	/* lf, lb, ef, eb, hf, hb, pg, then
 					 * the MoE layer's mf, mb, the MTP
-					 * module's tf, tb and the deferred
-					 * head's hbd, hw (n 0: none) */
+					 * module's tf, tb, the deferred
+					 * head's hbd, hw and the MTP
+					 * module's tbs (n 0: none) */
 	int nk;				/* a hybrid's kinds (0: none) */
 	struct kblock kx[2 * EST_KINDS];	/* ... each one's forward,
 						 * backward */
@@ -708,9 +709,14 @@ static int cost_all(struct est *e, const struct job_spec *j,
 			layer_mtp_fwd(dm, lk, nlk, 1, e->ops);
 			if (cost(e, j, &ks->b[9], d) != 0)
 				return -1;
-			layer_mtp_bwd(dm, lk, nlk, rc, 1, e->ops);
+			layer_mtp_bwd(dm, lk, nlk, rc, 1, 0, e->ops);
 			if (cost(e, j, &ks->b[10], d) != 0)
 				return -1;
+			if (dm->embed_dense) {	/* est_mtp_summed */
+				layer_mtp_bwd(dm, lk, nlk, rc, 1, 1, e->ops);
+				if (cost(e, j, &ks->b[13], d) != 0)
+					return -1;
+			}
 		}
 	}
 	return 0;
@@ -933,7 +939,7 @@ const struct est_blocks *est_blocks_of(struct est *e, const struct job_spec *j,
 		struct est_pass *out[KB_COUNT] = { &b.lf, &b.lb, &b.ef, &b.eb,
 						   &b.hf, &b.hb, &b.pg, &b.mf,
 						   &b.mb, &b.tf, &b.tb, &b.hbd,
-						   &b.hw };
+						   &b.hw, &b.tbs };
 
 		for (i = 0; i < KB_COUNT; i++)
 			if (ks->b[i].n > 0 &&

@@ -275,19 +275,34 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 						      UNIT_HEAD };
 	const struct est_pass *f[3] = { &c->b->lf, &c->b->ef, &c->b->hf };
 	const struct est_pass *b[3] = { &c->b->lb, &c->b->eb, &c->b->hb };
+	const struct framework_spec *fw = c->j->framework;
 	int both = c->p == 1, u;
 
+	/* torchtitan's root unit and held last block on one stage, as the
+	 * step program gathers and reduces them (models/train_dp.c
+	 * fsdp_role) */
+	c->fsdp_root = c->S == 1 && fw->fsdp_root_unit;
+	c->fsdp_last_held = c->S == 1 && fw->fsdp_last_layer_held &&
+			    fw->fsdp_reshard_after_forward && c->split[0] > 0;
 	for (u = 0; u < 3; u++) {
 		double pu = footprint_unit_params(c->j, c->d, kinds[u], both) /
 			    c->d->tp;
-		double ag = est_dp_coll(e, c, 0, COLL_ALLGATHER, pu * c->d->act_B, d);
-		double rs = est_dp_coll(e, c, 0, COLL_REDUCESCATTER,
-					pu * c->d->grad_B, d);
-		double cf = f[u]->lat_s, cb = b[u]->lat_s;
+		double ag, rs, agb, cf = f[u]->lat_s, cb = b[u]->lat_s;
 		double sf = dp_lost(c, f[u]), sb = dp_lost(c, b[u]);
 
+		if (c->fsdp_root && u == EST_HEAD)
+			pu = 0;	/* the root's, with the embedding */
+		else if (c->fsdp_root && u == EST_EMBED)
+			pu += footprint_unit_params(c->j, c->d, UNIT_HEAD, 1) /
+			      c->d->tp;
+		ag = pu > 0 ? est_dp_coll(e, c, 0, COLL_ALLGATHER,
+					  pu * c->d->act_B, d) : 0;
+		rs = pu > 0 ? est_dp_coll(e, c, 0, COLL_REDUCESCATTER,
+					  pu * c->d->grad_B, d) : 0;
 		if (ag < 0 || rs < 0)
 			return -1;
+		/* the root stays gathered from its forward to its backward */
+		agb = c->fsdp_root && u == EST_EMBED ? 0 : ag;
 		c->fsdp_c[0][u] = cf;
 		c->fsdp_c[1][u] = cb;
 		c->fsdp_sl[0][u] = sf;
@@ -295,9 +310,9 @@ int est_fsdp_units(struct est *e, struct est_cand *c, struct diag *d)
 		c->fsdp_ag[u] = ag;
 		c->fsdp_rsu[u] = rs;
 		c->fsdp_f[u] = cf + sf * fmin(cf, ag);
-		c->fsdp_b[u] = cb + sb * fmin(cb, ag + rs);
+		c->fsdp_b[u] = cb + sb * fmin(cb, agb + rs);
 		c->fsdp_xf[u] = ag;
-		c->fsdp_xb[u] = ag + rs;
+		c->fsdp_xb[u] = agb + rs;
 		if (u == EST_EMBED)
 			c->fsdp_first_ag = ag;
 		if (c->no_sync) {	/* gathered once a run, reduced once */

@@ -112,18 +112,42 @@ static int unit_kind(const struct est_cand *c, int64_t s, int bwd, int64_t j,
 	return EST_LAYER;
 }
 
+/* The all-gather work of unit j (compute order) of stage s's forward
+ * (bwd 0) or backward: none for the root's backward (it stays gathered
+ * from its forward: c->fsdp_root) or the held last layer's
+ * (c->fsdp_last_held: forward position split[s] on the one stage). */
+static double gather_w(const struct est_cand *c, int64_t s, int bwd,
+		       int64_t j, int64_t n)
+{
+	int kind = unit_kind(c, s, bwd, j, n);
+
+	if (bwd && kind == EST_EMBED && c->fsdp_root)
+		return 0;
+	if (bwd && c->fsdp_last_held && n - 1 - j == c->split[s])
+		return 0;
+	return c->fsdp_ag[kind];
+}
+
 /* One stage's alternation on the rank's streams from idle: two
  * forward/backward pairs and the next forward's start; the second pair's
  * forward and backward into *f, *b (the first pair starts from idle,
- * its gathers exposed). sc: scratch of 8 (4 n + k) doubles. */
+ * its gathers exposed), and into *w the time from the start of that
+ * pair's last unit that meets the data-parallel group (its gather, or
+ * reduce-scatters it waits for) to the end of its backward, -1 when none
+ * does: the compute whose lateness the step's final rendezvous waits for
+ * (est.c sync_tax). Each meeting starts late by the rank's lateness, so
+ * the compute behind it waits and realigns (engine/exec_jitter.c) or the
+ * prefetch's slack absorbs it: on one-stage FSDP the run charges only
+ * the last stretch (8B FSDP8, one microbatch: 0.8 ms, against ~43 ms
+ * for the whole step's). sc: scratch of 8 (4 n + k) doubles. */
 static void alternate(const struct est_cand *c, int64_t s, double *sc,
-		      double *f, double *b)
+		      double *f, double *b, double *w)
 {
 	const struct framework_spec *fw = c->j->framework;
 	int64_t n = c->split[s] + (s == 0) + (s == c->S - 1);
 	int64_t k = fw->fsdp_prefetch_units, N = 4 * n + k, q, a;
-	double *end = sc, *rsof = sc + N, start[5];
-	double t = 0, kern[2] = { 0, 0 };
+	double *end = sc, *rsof = sc + N, start[5] = { 0, 0, 0, 0, 0 };
+	double t = 0, kern[2] = { 0, 0 }, met = -1;
 	int one = fw->fsdp_reduce_one_in_flight;
 	struct lnk l;
 	int64_t j, u;
@@ -141,8 +165,7 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 	/* the first k gathers, issued at the start */
 	for (q = 0; q < k && q < N; q++) {
 		l.q[0].i[q] = 0;
-		l.q[0].w[q] = c->fsdp_ag[unit_kind(c, s, (int)((q / n) & 1),
-						   q % n, n)];
+		l.q[0].w[q] = gather_w(c, s, (int)((q / n) & 1), q % n, n);
 	}
 	l.q[0].n = q;
 	for (q = 0; q <= 4 * n; q++) {
@@ -180,6 +203,12 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 			start[act] = st;
 		if (act == 4)
 			break;
+		/* met the group: its gather, or reduce-scatters it waits
+		 * for (one in flight; a backward's, before a forward) */
+		if (act >= 2 && (gather_w(c, s, bwd, j, n) > 0 ||
+				 (one && bwd && j >= 2) ||
+				 (!bwd && j == 0)))
+			met = st;
 		lnk_run(&l, st, -1, 0);
 		b0 = l.busy;
 		lnk_run(&l, st + c->fsdp_c[bwd][kind], -1, 0);
@@ -196,25 +225,25 @@ static void alternate(const struct est_cand *c, int64_t s, double *sc,
 			int64_t g = q + k, ga = g / n;
 
 			l.q[0].i[g] = t;
-			l.q[0].w[g] = c->fsdp_ag[unit_kind(c, s, (int)(ga & 1),
-							  g % n, n)];
+			l.q[0].w[g] = gather_w(c, s, (int)(ga & 1), g % n, n);
 			l.q[0].n = g + 1;
 		}
 	}
 	*f = start[3] - start[2];
 	*b = start[4] - start[3];
+	*w = met >= 0 ? end[4 * n - 1] - met : -1;
 }
 
 /* What a stage's alternation depends on: its units (layers, first,
  * last), the framework's two rules and every unit's times. */
 struct fs_key {
-	int64_t n, k, one, first, last;
+	int64_t n, k, one, first, last, root, held;
 	double u[3][6];
 	double pg, af, ab, tax;
 };
 
 int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
-		     double *b)
+		     double *b, double *w)
 {
 	int64_t s, t, n = 0;
 	size_t need;
@@ -234,7 +263,7 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 	for (s = 0; s < c->S; s++) {
 		struct fs_key key;
 		const double *hit;
-		double v[2];
+		double v[3];
 		int u;
 
 		/* a stage like an earlier one (its layers, first or last)
@@ -246,6 +275,7 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		if (t < s) {
 			f[s] = f[t];
 			b[s] = b[t];
+			w[s] = w[t];
 			continue;
 		}
 		memset(&key, 0, sizeof(key));
@@ -254,6 +284,8 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		key.one = c->j->framework->fsdp_reduce_one_in_flight;
 		key.first = s == 0;
 		key.last = s == c->S - 1;
+		key.root = c->fsdp_root;
+		key.held = c->fsdp_last_held;
 		for (u = 0; u < 3; u++) {
 			key.u[u][0] = c->fsdp_c[0][u];
 			key.u[u][1] = c->fsdp_c[1][u];
@@ -271,11 +303,13 @@ int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
 		if ((hit = memo_get(&e->fsdp, &key))) {
 			f[s] = hit[0];
 			b[s] = hit[1];
+			w[s] = hit[2];
 			continue;
 		}
-		alternate(c, s, e->fsdp_t, &f[s], &b[s]);
+		alternate(c, s, e->fsdp_t, &f[s], &b[s], &w[s]);
 		v[0] = f[s];
 		v[1] = b[s];
+		v[2] = w[s];
 		if (!memo_put(&e->fsdp, &key, v))
 			return -1;
 	}

@@ -50,6 +50,9 @@ struct est_blocks {
 					 * dispatch/combine beside the other
 					 * action's compute (est_block.c) */
 	struct est_pass tf, tb;		/* an MTP module (moe.mtp_layers) */
+	struct est_pass tbs;		/* ... its backward with its embedding
+					 * gradient summed into a later
+					 * lookup's (est_mtp_summed) */
 	struct est_pass ef, eb;		/* embedding */
 	struct est_pass hf, hb;		/* final norm, LM head, loss */
 	struct est_pass hbd, hw;	/* defer_embedding_wgrad_compute: the
@@ -199,10 +202,25 @@ struct est_cand {
 	double fsdp_sl[2][3];		/* ... the share of the time its DP
 					 * collectives overlap it that it is
 					 * slowed by (est_dp.c dp_lost), ... */
-	double fsdp_ag[3], fsdp_rsu[3];	/* ... its all-gather and its
-					 * reduce-scatter alone (est_fsdp.c) */
+	double fsdp_ag[3], fsdp_rsu[3];	/* ... its all-gather (a forward's)
+					 * and its reduce-scatter alone
+					 * (est_fsdp.c) */
+	int fsdp_root;			/* one stage with framework
+					 * fsdp_root_unit: the embedding unit
+					 * is the root (embedding and head,
+					 * gathered in its forward only), the
+					 * head gathers and reduces nothing
+					 * (models/train_dp.c fsdp_role) */
+	int fsdp_last_held;		/* one stage with fsdp_last_layer_held
+					 * (and reshard after forward): the
+					 * last layer's backward gathers
+					 * nothing */
 	int streams;			/* ZeRO 3 stages from the DP streams
 					 * (est_fsdp.c; est.c setup says when) */
+	const double *fsdp_w;		/* s, [S] with streams: the compute of a
+					 * stage's backward since its rank last
+					 * waited for a DP collective, -1 none
+					 * (est_fsdp_streams; sync_tax), or NULL */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
 					 * ending a backward, which the compute
 					 * stream waits for (0: no_sync) */
@@ -249,9 +267,12 @@ double est_fwd_before(const struct est_cand *c, int64_t s, int64_t u);
 
 /* est_fsdp.c: ZeRO 3 stages as the step program serialises their
  * collectives (c->streams): virtual stage s's forward and backward per
- * microbatch into f[s], b[s]. 0, or -1 out of memory. */
+ * microbatch into f[s], b[s], and into w[s] the compute of its backward
+ * since the rank's compute last waited for a data-parallel collective
+ * (-1: none in a steady-state pair; est_cand fsdp_w). 0, or -1 out of
+ * memory. */
 int est_fsdp_streams(struct est *e, const struct est_cand *c, double *f,
-		     double *b);
+		     double *b, double *w);
 
 /* Virtual stage s's forward / backward per microbatch: est_stage_f_of /
  * _b_of as kept (c->sf, c->sb), else computed. A stage's time is read
@@ -339,6 +360,11 @@ double est_dp_coll(struct est *e, const struct est_cand *c, int experts,
  * layers each at their block's time (est_stage.c). */
 double est_layers_f(const struct est_cand *c, int64_t s);
 double est_layers_b(const struct est_cand *c, int64_t s);
+/* The MTP modules a microbatch's backward runs with the summed embedding
+ * gradient (tbs; train_impl.c mtp_bwd_block: all of them on one stage,
+ * else all but the first), and the backward of all c->mtp modules. */
+double est_mtp_summed(const struct est_cand *c);
+double est_mtp_b(const struct est_cand *c);
 
 /* ZeRO 3: every unit's time with its gathers and reduce-scatters into
  * c->fsdp_*. 0, or -1 after reporting to d. */

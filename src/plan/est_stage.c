@@ -71,6 +71,20 @@ double est_layers_b(const struct est_cand *c, int64_t s)
 			     (1 - c->ov) * c->b->mb.lat_s) : 0);
 }
 
+double est_mtp_summed(const struct est_cand *c)
+{
+	if (c->mtp <= 0 || !c->d->embed_dense)
+		return 0;
+	return (double)(c->S == 1 ? c->mtp : c->mtp - 1);
+}
+
+double est_mtp_b(const struct est_cand *c)
+{
+	double ns = est_mtp_summed(c);
+
+	return ((double)c->mtp - ns) * c->b->tb.lat_s + ns * c->b->tbs.lat_s;
+}
+
 /* The head of the last stage with the MTP modules after it (forward
  * order: head, MTP; backward: MTP, head) when they are there. */
 static double head_f(const struct est_cand *c)
@@ -82,7 +96,7 @@ static double head_f(const struct est_cand *c)
 static double head_b(const struct est_cand *c)
 {
 	return est_unit_b(c, EST_HEAD) +
-	       (c->mtp_stage == c->S - 1 ? (double)c->mtp * c->b->tb.lat_s : 0);
+	       (c->mtp_stage == c->S - 1 ? est_mtp_b(c) : 0);
 }
 
 /* MTP modules on a stage of their own before the last (the layout's
@@ -95,8 +109,7 @@ static double alone_f(const struct est_cand *c, int64_t s)
 
 static double alone_b(const struct est_cand *c, int64_t s)
 {
-	return s == c->mtp_stage && s != c->S - 1 ?
-	       (double)c->mtp * c->b->tb.lat_s : 0;
+	return s == c->mtp_stage && s != c->S - 1 ? est_mtp_b(c) : 0;
 }
 
 /* A layer's mean forward / backward on stage s. */

@@ -282,3 +282,54 @@ Test(gpu, decode_trtllm_mla_keys_apply_to_tensorrt_llm_absorbed_mla_only)
 	cr_assert(!gpu_fixture_near(xqa_set, xqa_unset, 1e-3), "%g %g",
 		  xqa_set, xqa_unset);
 }
+
+/* A fixed time fitted on tables timed at another clock (gpu fitted_clock;
+ * src/gpu/gpu.c gpu_fitted_time) is a unit's cycles: at the step's matrix
+ * clock (the toy GPU's sustained 1000 MHz) it takes table clock / 1000
+ * MHz of its stated time. */
+Test(gpu, decode_unit_times_scale_from_their_tables_clock)
+{
+	struct gpu_spec g;
+	struct gpu_attn_heads xqa = {
+		.heads_q = 8, .heads_kv = 1, .head_dim_qk = 128,
+		.head_dim_v = 128, .kv_B = 2, .split = GPU_TRTLLM_DECODE_XQA,
+	};
+	struct gpu_attn_heads mla = {
+		.heads_q = 128, .heads_kv = 1, .head_dim_qk = 576,
+		.head_dim_v = 512, .kv_B = 1, .shared_kv = 1,
+		.split = GPU_TRTLLM_DECODE_XQA,
+	};
+	struct gpu_attn_group grp = {1000, 1, 1};
+	double t;
+
+	/* XQA, 1000 sequences over 1 key (decode_xqa_hmma_units_take_the_
+	 * floor_with_a_16_bit_cache): 10 waves of the 20 us floor, 200 us at
+	 * its tables' clock; tables at 1500 MHz: 10 x 20 x 1.5 = 300 us. */
+	gpu_fixture_toy(&g);
+	g.attention.xqa_hmma_unit_s = 20e-6;
+	g.fitted_clock.xqa_hmma_unit_hz = 1500e6;
+	t = gpu_attention_decode(&g, DTYPE_BF16, &xqa, &grp, 1).time_s;
+	cr_assert(gpu_fixture_near(t, 300e-6, 1e-9), "%g", t);
+	/* MLA, the same 1000 sequences (decode_trtllm_mla_fixed_time_is_
+	 * shared_by_the_sms): 1000 x 20 us x 1.5 / 100 SMs = 300 us plus
+	 * 278.5 MFLOP at 500 TFLOP/s. */
+	g.attention.trtllm_mla_eff = 0.8;
+	g.attention.trtllm_mla_fp8_eff = 0.5;
+	g.attention.trtllm_mla_unit_s = 20e-6;
+	g.fitted_clock.trtllm_mla_unit_hz = 1500e6;
+	t = gpu_attention_decode(&g, DTYPE_BF16, &mla, &grp, 1).time_s;
+	cr_assert(gpu_fixture_near(t, 300e-6 + 1000 * 128 * 2176.0 / 5e14,
+				   1e-9), "%g", t);
+	/* a system holding the GPU at 750 MHz: the cycles take 1500 / 750 =
+	 * 2 x the stated time, 1000 x 40 us / 100 = 400 us, the FLOPs at 0.5
+	 * x 2000 x 750 / 2000 = 375 TFLOP/s */
+	{
+		struct gpu_spec slow;
+
+		gpu_at_matrix_clock(&g, 750e6, &slow);
+		t = gpu_attention_decode(&slow, DTYPE_BF16, &mla, &grp,
+					 1).time_s;
+		cr_assert(gpu_fixture_near(t, 400e-6 + 1000 * 128 * 2176.0 /
+					   3.75e14, 1e-9), "%g", t);
+	}
+}

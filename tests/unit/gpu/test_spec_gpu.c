@@ -363,3 +363,35 @@ Test(spec_gpu, check_rejects_unpaired_untuned_moe_shapes)
 	g.triton_moe_untuned.n = 3;
 	expect_rejected(&g, say);
 }
+
+/* fitted_clock (spec_gpu_clock.c): the clock of the tables a key was
+ * fitted on. It changes no value at load (an efficiency fitted at its
+ * tables' clock holds at any; a fixed time is scaled at use), it lies at
+ * or under max_clock (1980 MHz here). */
+Test(spec_gpu, fitted_clock_changes_no_value_at_load)
+{
+	struct gpu_spec g;
+	char buf[256] = "";
+
+	minimal(&g);
+	g.sustained_matrix_clock_hz = 1485e6;
+	g.attention.trtllm_mla_eff = 0.687;
+	g.attention.trtllm_mla_unit_s = 27.9e-6;
+	g.fitted_clock.trtllm_mla_eff_hz = 1776e6;
+	g.fitted_clock.trtllm_mla_unit_hz = 1776e6;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	cr_assert_eq(g.attention.trtllm_mla_eff, 0.687);
+	cr_assert_eq(g.attention.trtllm_mla_unit_s, 27.9e-6);
+}
+
+Test(spec_gpu, fitted_clock_rejects_a_clock_over_max_clock)
+{
+	static const char *const say[] = {"'fitted_clock.xqa_hmma_unit_time'",
+					  "at most 'max_clock'", NULL};
+	struct gpu_spec g;
+
+	minimal(&g);
+	g.attention.xqa_hmma_unit_s = 4.8e-6;
+	g.fitted_clock.xqa_hmma_unit_hz = 2000e6;
+	expect_rejected(&g, say);
+}

@@ -11,9 +11,11 @@
  * fp8 rate for an FP8 cache (0.380 x 1978.9 x 1485 / 1830 = 610.2
  * TFLOP/s) 239 us, against 128 x (128 x 1088 x 2 + 4097 x 576 + 128 x 4)
  * = 337.7 MB of reads (~70 us): compute-bound, so h200's
- * trtllm_mla_unit_time (27.9 us a sequence, the 132 SMs sharing them)
- * adds 128 x 27.9 / 132 = 27.05 us a layer, 61 x 27.05 = 1.650 ms a
- * step, whatever else the step holds.
+ * trtllm_mla_unit_time (27.9 us a sequence at its tables' clock, h200
+ * fitted_clock 1776 MHz: 27.9 x 1776 / 1485 = 33.368 us at the step's
+ * sustained 1485 MHz, the 132 SMs sharing them) adds 128 x 33.368 / 132
+ * = 32.36 us a layer, 61 x 32.36 = 1.974 ms a step, whatever else the
+ * step holds.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -50,7 +52,7 @@ static double step_s(const char *engine, double unit_us)
 Test(infer_mla, trtllm_decode_charges_the_mla_kernel_time_a_sequence)
 {
 	double with = step_s("trtllm", 27.9), without = step_s("trtllm", 0);
-	double want = 61 * 128 * 27.9e-6 / 132;
+	double want = 61 * 128 * 27.9e-6 * (1776.0 / 1485) / 132;
 
 	cr_assert(fixture_near(with - without, want, 0.01), "%g vs %g",
 		  with - without, want);

@@ -490,7 +490,7 @@ Test(layer, mtp_embedding_backward_is_dense_too)
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.fw.embedding_grad_dense = 1;
 	layer_dims_from_job(&f.job, &d);
-	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, &o);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, 0, &o);
 	i = op_index(&o, "mtp_embed_grad_zero");
 	cr_assert_geq(i, 0);
 	fixture_assert_close(o.op[i].k.write_B, 2 * V * h);
@@ -506,12 +506,54 @@ Test(layer, mtp_embedding_backward_is_dense_too)
 	 * buffer (read T h (2 + 4), write 4 T h), nothing of V. */
 	f.fw.embedding_grad_dense = 0;
 	layer_dims_from_job(&f.job, &d);
-	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, &o);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, 0, &o);
 	cr_assert_eq(op_index(&o, "mtp_embed_grad_zero"), -1);
 	cr_assert_eq(op_index(&o, "mtp_embed_main_grad_add"), -1);
 	i = op_index(&o, "mtp_embed_wgrad");
 	cr_assert_geq(i, 0);
 	fixture_assert_close(o.op[i].k.read_B, 6 * T * h);
+	fixture_assert_close(o.op[i].k.write_B, 4 * T * h);
+}
+
+Test(layer, mtp_embedding_gradient_summed_by_autograd_adds_no_main_grad)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	struct layer_kind k = { 0 };
+	double T = 4096, h = 1024, V = 51200;
+	int i;
+
+	/* The same weight looked up again later in the backward (one
+	 * stage: the first stage's embedding): autograd sums the two dense
+	 * [V, h] bf16 gradients in the weight's input buffer, read 2 x 2 V
+	 * h, write 2 V h, and the DDP hook's main_grad add (read 6 V h,
+	 * write 4 V h) runs once, at the other lookup: none here. The
+	 * zeroed gradient and the T rows stay (2 V h; 6 T h each way).
+	 * Setup as mtp_embedding_backward_is_dense_too. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.fw.embedding_grad_dense = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, 1, &o);
+	cr_assert_eq(op_index(&o, "mtp_embed_main_grad_add"), -1);
+	i = op_index(&o, "mtp_embed_grad_sum");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.read_B, 4 * V * h);
+	fixture_assert_close(o.op[i].k.write_B, 2 * V * h);
+	i = op_index(&o, "mtp_embed_grad_zero");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.write_B, 2 * V * h);
+	i = op_index(&o, "mtp_embed_wgrad");
+	cr_assert_geq(i, 0);
+	fixture_assert_close(o.op[i].k.read_B, 6 * T * h);
+	/* without the dense gradient (scatter-add into the fp32 buffer)
+	 * there is nothing to sum: the flag changes nothing */
+	f.fw.embedding_grad_dense = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_mtp_bwd(&d, &k, 1, LREC_NONE, 0, 1, &o);
+	cr_assert_eq(op_index(&o, "mtp_embed_grad_sum"), -1);
+	i = op_index(&o, "mtp_embed_wgrad");
+	cr_assert_geq(i, 0);
 	fixture_assert_close(o.op[i].k.write_B, 4 * T * h);
 }
 Test(layer, residual_gradients_are_summed_by_their_own_kernel)

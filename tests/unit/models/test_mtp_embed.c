@@ -96,3 +96,63 @@ Test(mtp_embed, repeated_passes_compute_twice_hold_once)
 	fixture_assert_close(f2 - f1, f1 - f0);
 	cr_assert_gt(f1, f0);
 }
+
+/* How many of rank r's tasks in p are called name. */
+static int named(const struct prog *p, uint32_t r, const char *name)
+{
+	uint32_t i, n = prog_tasks(p);
+	enum task_cat cat;
+	int k = 0;
+
+	for (i = 0; i < n; i++)
+		k += exec_task_rank(p, i) == r &&
+		     strcmp(exec_task_name(p, i, &cat), name) == 0;
+	return k;
+}
+
+/*
+ * One embedding weight looked up more than once in a rank's backward
+ * (under Megatron's dense embedding gradient): autograd sums the
+ * lookups' gradients in the weight's AccumulateGrad input buffer and the
+ * DDP hook's main_grad.add_ runs once a microbatch, at the lookup whose
+ * backward runs last (layer.c embed_bwd_dense, train_impl.c
+ * mtp_bwd_block). mtp_job's 16 sequences of 2 over dp 4: 2 microbatches
+ * a rank.
+ * - pp 2, one module: the MTP stage's own embedding, one lookup: rank 1
+ *   adds to main_grad twice (once a microbatch), sums nothing.
+ * - pp 2, two repeated passes: rank 1 still adds twice, and sums the
+ *   second pass's gradient into the first's twice.
+ * - pp 1 (dp 8: 1 microbatch), one module: the first stage's lookup runs
+ *   last: one main_grad add (embed_main_grad_add), the MTP's summed.
+ */
+Test(mtp_embed, one_main_grad_add_a_weight_a_backward)
+{
+	struct fixture f;
+	struct mockcomm_run r;
+
+	mtp_job(&f, 1);
+	f.fw.embedding_grad_dense = 1;
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	cr_assert_eq(named(r.p, 1, "mtp_embed_main_grad_add"), 2);
+	cr_assert_eq(named(r.p, 1, "mtp_embed_grad_sum"), 0);
+	mockcomm_train_release(&r);
+
+	mtp_job(&f, 2);
+	f.fw.embedding_grad_dense = 1;
+	f.job.moe.mtp_repeated = 1;
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	cr_assert_eq(named(r.p, 1, "mtp_embed_main_grad_add"), 2);
+	cr_assert_eq(named(r.p, 1, "mtp_embed_grad_sum"), 2);
+	mockcomm_train_release(&r);
+
+	mtp_job(&f, 1);
+	f.fw.embedding_grad_dense = 1;
+	f.job.parallelism.pp = 1;
+	f.job.parallelism.dp = 8;
+	mockcomm_train_run(&r, &f.job, 0, 0, 0);
+	cr_assert_eq(named(r.p, 0, "embed_main_grad_add"), 1);
+	cr_assert_eq(named(r.p, 0, "mtp_embed_main_grad_add"), 0);
+	cr_assert_eq(named(r.p, 0, "mtp_embed_grad_sum"), 1);
+	mockcomm_train_release(&r);
+	fixture_assert_estimate(&f.job, 0, "MTP on one stage");
+}

@@ -759,7 +759,10 @@ Test(est, kept_stage_times_and_swapped_units_computed)
  * it (sl 0.5): q1 B runs beside G2 (6-9, 3 of its 5 ms): 6-12.5, R1
  * and G3 from 12.5 (R1 done 21.5); q2 F 21.5-23.5 (G4 23.5-26.5); q3 B
  * 23.5-30 beside G4; R3 done 39: the pair reads 2 and 15.5. A second
- * call takes both from the memo.
+ * call takes both from the memo. The second pair's last unit that meets
+ * the group (its gather; est.c sync_tax) is its backward, q3 (at 22; at
+ * 23.5 slowed): 27 - 22 = 5 and 30 - 23.5 = 6.5 ms of compute since, to
+ * its end (w).
  */
 Test(est, fsdp_streams_serialise_across_actions)
 {
@@ -769,7 +772,7 @@ Test(est, fsdp_streams_serialise_across_actions)
 	struct est_blocks b;
 	struct est_cand c;
 	int64_t split[3] = { 1, 1, 1 };
-	double f[3], bw[3];
+	double f[3], bw[3], w[3];
 	int u;
 
 	memset(&b, 0, sizeof(b));
@@ -789,17 +792,98 @@ Test(est, fsdp_streams_serialise_across_actions)
 		c.fsdp_ag[u] = 3e-3;
 		c.fsdp_rsu[u] = 6e-3;
 	}
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(f[1], 2e-3, 1e-12);
 	cr_assert_float_eq(bw[1], 14e-3, 1e-12);
+	cr_assert_float_eq(w[1], 5e-3, 1e-12);
 	for (u = 0; u < 3; u++)
 		c.fsdp_sl[1][u] = 0.5;
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(f[1], 2e-3, 1e-12);
 	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
-	f[1] = bw[1] = 0;
-	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw), 0);
+	cr_assert_float_eq(w[1], 6.5e-3, 1e-12);
+	f[1] = bw[1] = w[1] = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, f, bw, w), 0);
 	cr_assert_float_eq(bw[1], 15.5e-3, 1e-12);
+	cr_assert_float_eq(w[1], 6.5e-3, 1e-12);
+	mem_free(e.fsdp_t);
+	memo_release(&e.fsdp);
+}
+
+/*
+ * torchtitan's root unit and held last block on one stage in the plan's
+ * streams (est_fsdp.c gather_w; the run's models/train_dp.c fsdp_role):
+ * the root (the embedding unit, with the head's parameters) gathers in
+ * its forward only, the head never, the last layer not in its backward.
+ * pp 1, one layer (units embed, layer, head), fsdp_prefetch_units 1, no
+ * reduce-scatter work, units not slowed; made-up times (ms): forward /
+ * backward embed 1 / 1, layer 2 / 4, head 1 / 1; a forward's gathers:
+ * root 3, layer 2, head 0 (est_fsdp_units gives the head none under the
+ * root). Unit q's gather is issued when unit q - 1 ends:
+ *
+ *   G0 0-3; E 3-4, G1 4-6; L 6-8; H 8-9 | B: H 9-10, L 10-14 (no
+ *   gather), E 14-15 (none) | G6 15-18; E 18-19 (second pair's forward
+ *   starts 18), G7 19-21; L 21-23; H 23-24 | H 24-25 (backward starts
+ *   24), L 25-29, E 29-30, G12 30-33: the next forward starts 33.
+ *
+ * Forward 24 - 18 = 6, backward 33 - 24 = 9. With the layer held only
+ * (no root: the embedding's backward gathers its 3): H 9-10, L 10-14,
+ * G5 14-17, E 17-18, G6 18-21; E 21-22, G7 22-24, L 24-26, H 26-27 |
+ * 27: H 27-28, L 28-32, G11 32-35, E 35-36, G12 36-39: forward 27 - 21
+ * = 6, backward 39 - 27 = 12. With neither (the backward's layer gathers
+ * 2 too): forward 6, backward 14 (H 29-30, G 30-32, L 32-36, G 36-39,
+ * E 39-40, G 40-43).
+ * The compute since the start of the second pair's last unit that
+ * gathers (w; no reduce-scatter work here): with both, the forward's
+ * layer at 21, the backward gathering nothing: 30 - 21 = 9; held only,
+ * the embedding's backward at 35: 36 - 35 = 1; neither, at 39: 40 - 39
+ * = 1.
+ */
+Test(est, fsdp_streams_root_unit_and_held_last_layer)
+{
+	static struct job_spec j;
+	static struct framework_spec fw;
+	static struct est e;
+	struct est_blocks b;
+	struct est_cand c;
+	int64_t split[1] = { 1 };
+	double f, bw, w;
+
+	memset(&b, 0, sizeof(b));
+	memset(&c, 0, sizeof(c));
+	j.training.zero_stage = 3;
+	j.framework = &fw;
+	fw.fsdp_prefetch_units = 1;
+	c.j = &j;
+	c.b = &b;
+	c.split = split;
+	c.p = 1;
+	c.v = 1;
+	c.S = 1;
+	c.fsdp_c[0][EST_EMBED] = 1e-3;
+	c.fsdp_c[1][EST_EMBED] = 1e-3;
+	c.fsdp_c[0][EST_LAYER] = 2e-3;
+	c.fsdp_c[1][EST_LAYER] = 4e-3;
+	c.fsdp_c[0][EST_HEAD] = 1e-3;
+	c.fsdp_c[1][EST_HEAD] = 1e-3;
+	c.fsdp_ag[EST_EMBED] = 3e-3;
+	c.fsdp_ag[EST_LAYER] = 2e-3;
+	c.fsdp_root = 1;
+	c.fsdp_last_held = 1;
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
+	cr_assert_float_eq(f, 6e-3, 1e-12);
+	cr_assert_float_eq(bw, 9e-3, 1e-12);
+	cr_assert_float_eq(w, 9e-3, 1e-12);
+	c.fsdp_root = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
+	cr_assert_float_eq(f, 6e-3, 1e-12);
+	cr_assert_float_eq(bw, 12e-3, 1e-12);
+	cr_assert_float_eq(w, 1e-3, 1e-12);
+	c.fsdp_last_held = 0;
+	cr_assert_eq(est_fsdp_streams(&e, &c, &f, &bw, &w), 0);
+	cr_assert_float_eq(f, 6e-3, 1e-12);
+	cr_assert_float_eq(bw, 14e-3, 1e-12);
+	cr_assert_float_eq(w, 1e-3, 1e-12);
 	mem_free(e.fsdp_t);
 	memo_release(&e.fsdp);
 }
