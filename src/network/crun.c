@@ -142,6 +142,8 @@ void crun_set_release(struct crun_set *rs)
 	rs->hc_rate = NULL;
 	rs->hc_cap = rs->hc_gen = 0;
 	rs->hc_hid = 0;
+	if (rs->pairs_free)
+		rs->pairs_free(rs);
 }
 
 static void finish_ev(struct sim *sim, void *arg)
@@ -198,7 +200,9 @@ static void start_flows(struct sim *sim, void *arg)
 		const struct ctraj *tr = r->late;
 
 		r->late = NULL;
-		if (r->phase == 0 && late_replay(r, tr) == 0)
+		if (r->phase == 0 &&
+		    (late_replay(r, tr) == 0 ||
+		     (r->set->pair_try && r->set->pair_try(r, tr) == 0)))
 			return;
 	}
 	r->pending = ph->n;
@@ -236,7 +240,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
 			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0,
-			    NULL, 0, 0 };
+			    NULL, 0, 0, NULL, 0 };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -284,7 +288,7 @@ static int same_links(const struct cplan *a, const struct cplan *b)
  * all-to-all's next call: thousands of links not walked twice), unless
  * its park slot is taken. A flow or another replay that wants one of
  * them takes them all back first (evict, drop). */
-static void replay_end(struct sim *sim, void *arg)
+void crun_replay_end(struct sim *sim, void *arg)
 {
 	struct crun *r = arg;
 	struct crun **slot = park_slot(r->set, r->cp);
@@ -292,6 +296,19 @@ static void replay_end(struct sim *sim, void *arg)
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	(void)sim;
+	if (r->mate) {
+		/* the other goes on alone, on the links of its own plan (the
+		 * shared ones r held now its), as it did in the recording */
+		struct crun *m = r->mate;
+		uint32_t nm;
+		const uint32_t *ml = plan_links(&m->cp->plan, &nm);
+
+		r->mate = m->mate = NULL;
+		flow_hand(r->fn, ml, nm, r, m);
+		flow_release(r->fn, links, nlinks, r);
+		finish(r);
+		return;
+	}
 	if (*slot) {
 		flow_release(r->fn, links, nlinks, r);
 		finish(r);
@@ -331,16 +348,29 @@ static int adopt_phase(struct crun *r, const struct ctraj *tr, units_ns_t dt)
 	for (i = ph->first; i < ph->first + ph->n; i++) {
 		const struct plan_flow *f = &p->flows[i];
 		const struct ctraj_rec *st;
+		units_ns_t end;
 
 		if (tr->end_ns[i] < dt)
 			continue;
 		st = crun_state_at(tr, i, dt);
+		/* its end as the flow-level run has it scheduled now: where
+		 * its last rate change before dt put it (flow.c on_change),
+		 * not the recorded end, which later rate changes of the
+		 * recording (a pair's other run ending, a sibling flow's end)
+		 * may have moved and which the flows beside it now may not
+		 * make (a rate change reschedules it, as there) */
+		end = r->t0 + st->t_ns;
+		if (units_ns_add(end, units_s_to_ns_sat(st->left_B /
+							st->rate_Bps), &end) != 0)
+			end = r->t0 + tr->end_ns[i];
 		if (flow_adopt(r->fn, p->elem_link + f->first,
 			       p->elem_coef + f->first, f->n,
 			       pipe_bound_Bps(pp, f->volume_B, f->bound_Bps,
 					      r->size_B),
-			       flow_done, r, st->left_B, st->rate_Bps,
-			       r->t0 + st->t_ns, r->t0 + tr->end_ns[i]) != 0) {
+			       r->rec ? flow_done_rec : flow_done,
+			       r->rec ? (void *)&r->rec->rf[i] : (void *)r,
+			       st->left_B, st->rate_Bps,
+			       r->t0 + st->t_ns, end) != 0) {
 			r->pending--;
 			rv = -1;
 		}
@@ -379,20 +409,38 @@ static void resume(struct crun *r)
 		advance(r);
 }
 
-/* flow_set_evict() callback: a flow is to start on a replay's link. */
-static void evict(void *holder)
+/* A running replay becomes flows. */
+static void evict_run(struct crun *r)
 {
-	struct crun *r = holder;
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
+
+	sim_cancel(r->sim, r->end_ev);
+	flow_release(r->fn, links, nlinks, r);
+	resume(r);
+}
+
+/* flow_set_evict() callback: a flow is to start on a replay's link. A
+ * pair replay's runs become flows together, in the order the flow-level
+ * run made their flows variables (crun_pair.c). */
+static void evict(void *holder)
+{
+	struct crun *r = holder, *m = r->mate;
 
 	if (r->parked) {
 		unpark(r);
 		return;
 	}
-	sim_cancel(r->sim, r->end_ev);
-	flow_release(r->fn, links, nlinks, r);
-	resume(r);
+	if (m) {
+		struct crun *first = r->mate_first ? r : m;
+
+		r->mate = m->mate = NULL;
+		r->set->pairs_evicted++;
+		evict_run(first);
+		evict_run(first == r ? m : r);
+		return;
+	}
+	evict_run(r);
 }
 
 
@@ -442,7 +490,7 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done,
 			    token, NULL, NULL, sim_now(sim), 0, 0, NULL, 0,
-			    0, NULL, 0, 0 };
+			    0, NULL, 0, 0, NULL, 0 };
 	r->end_ev = sim_after(sim, tr->total_ns, finish_ev, r);
 	if (!r->end_ev) {
 		mem_free(r);
@@ -494,7 +542,7 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		r->tr = tr;
 		r->t0 = t0;
 		r->hid = ++rs->hid_next;
-		r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
+		r->end_ev = sim_at(sim, t0 + tr->total_ns, crun_replay_end, r);
 		if (!r->end_ev) {
 			unpark(r);
 			return -1;
@@ -524,11 +572,11 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 				    cp->per_byte ? scale : cp->size_B, 1, 0, 0,
 				    done, token, NULL, tr, t0, 0, 0, NULL, 0,
-				    0, NULL, 0, 0 };
+				    0, NULL, 0, 0, NULL, 0 };
 	r->tr = tr;
 	r->t0 = t0;
 	r->hid = ++rs->hid_next;
-	r->end_ev = sim_at(sim, t0 + tr->total_ns, replay_end, r);
+	r->end_ev = sim_at(sim, t0 + tr->total_ns, crun_replay_end, r);
 	if (!r->end_ev) {
 		flow_release(fn, links, nlinks, r);
 		r->tr = NULL;

@@ -35,6 +35,8 @@
 /* The runs in flight on one engine, so that an engine stopped early
  * (out of memory) frees them. Zero-initialize. */
 #define CRUN_PARK_SLOTS 1024
+
+struct ctraj;
 #define CRUN_HC_LINKS 32	/* links whose host_links() answer is kept */
 
 struct crun_set {
@@ -74,6 +76,20 @@ struct crun_set {
 	uint64_t hc_kept;	/* links host_links() answered from them */
 	uint32_t hc_link[CRUN_HC_LINKS], hc_cnt[CRUN_HC_LINKS];
 	double hc_left[CRUN_HC_LINKS], hc_maxr[CRUN_HC_LINKS];
+	/* Pair replays (crun_pair.c): the idle engine to record a pair on
+	 * (idle(): 0 with its engine, flownet and run set, or -1; idle_lost():
+	 * a failed recording left it mid-flight), NULL for none; the pairs
+	 * recorded on this set's engine; how many replayed. */
+	int (*idle)(void *ctx, struct sim **sim, struct flownet **fn,
+		    struct crun_set **rs);
+	void (*idle_lost)(void *ctx);
+	void *idle_ctx;
+	/* crun_pair.c's entry points, called through these (crun.c does not
+	 * call crun_pair.c, which calls it): NULL with no pairs */
+	int (*pair_try)(struct crun *r, const struct ctraj *tr);
+	void (*pairs_free)(struct crun_set *rs);
+	struct crun_pairs *pairs;
+	uint64_t paired, pairs_recorded, pairs_evicted;
 };
 
 /* Free every run still in flight (their done() is never called). */
@@ -169,7 +185,19 @@ uint64_t crun_resumed(const struct crun_set *rs);
 /* Links whose host_links() sums were kept from an earlier guest's in the
  * same state of its host (crun_host.c). */
 uint64_t crun_host_kept(const struct crun_set *rs);
-/* Late replays (crun_start_late), and the plan flows they did not start. */
+/*
+ * Pair replays on rs (crun_pair.c), recorded on the idle engine idle()
+ * gives (0 with its engine, flownet and run set, or -1); idle_lost(ctx)
+ * when a recording failed and left it mid-flight. idle NULL: none (the
+ * pairs kept so far stay until crun_set_release).
+ */
+void crun_set_pairs(struct crun_set *rs,
+		    int (*idle)(void *ctx, struct sim **sim,
+				struct flownet **fn, struct crun_set **irs),
+		    void (*idle_lost)(void *ctx), void *ctx);
+
+/* Late replays (crun_start_late), and the plan flows they did not start
+ * (those of pair replays too). */
 uint64_t crun_late(const struct crun_set *rs);
 uint64_t crun_late_flows(const struct crun_set *rs);
 

@@ -115,7 +115,9 @@ units_ns_t crun_host_next(void *holder)
 	units_ns_t dt, next, at, end;
 	uint32_t k, pending, i;
 
-	if (r->parked || !tr)
+	/* a pair replay's run shares its links with the other's flows,
+	 * which host_links() would not count: no guests */
+	if (r->parked || !tr || r->mate)
 		return -1;
 	p = &r->cp->plan;
 	dt = sim_now(r->sim) - r->t0;

@@ -35,6 +35,10 @@ struct crun {
 	units_ns_t late_t0;	/* ns, when that run started */
 	uint64_t hid;		/* a replay: its start's number (set->
 				 * hid_next), the key of set's hc_ state */
+	struct crun *mate;	/* a pair replay's other run while both run
+				 * (crun_pair.c), or NULL */
+	int mate_first;		/* of a pair, the one whose flows the
+				 * flow-level run made variables first */
 };
 
 /* A flow of a recorded run: its done argument. */
@@ -59,6 +63,29 @@ struct recorder {
 	units_ns_t done_ns;	/* ns when done was called; -1 before */
 	int failed;
 };
+
+/* A replay's end event (crun.c). */
+void crun_replay_end(struct sim *sim, void *arg);
+
+/* A pair of runs as the flow-level run has them: host, replaying htr
+ * alone on its links from its start, and the late run of rcp (replay
+ * rtr kept from its links by host's) whose first flows start dt ns
+ * after host's start, evicting it (crun_pair.c). */
+struct crun_pair_key {
+	struct cplan *hcp, *rcp;
+	double hscale, rscale;
+	const struct ctraj *htr, *rtr;
+	units_ns_t dt;
+};
+
+/* Run the pair k on sim / fn (idle: nothing in flight) to its end,
+ * recording both runs' trajectories (host's: htr's before dt, then what
+ * it did beside the late run). 0, or -1 (memory, or the run was not
+ * what k says). crun_record.c. */
+int crun_record_pair(struct crun_set *rs, struct sim *sim,
+		     struct flownet *fn, const struct crun_pair_key *k,
+		     struct ctraj **host, struct ctraj **late);
+
 
 /* The last rate change of plan flow i before dt (ns after the start). */
 const struct ctraj_rec *crun_state_at(const struct ctraj *tr, uint32_t i,

@@ -639,6 +639,60 @@ void flow_release(struct flownet *f, const uint32_t *links, uint32_t n,
 			f->holder[links[i]] = NULL;
 }
 
+void *flow_holder(const struct flownet *f, uint32_t l, int *busy)
+{
+	*busy = mm_cons_busy(f->mm)[l] != 0;
+	return f->holder[l];
+}
+
+int flow_hosts_guest(const struct flownet *f, const void *holder)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nguest; i++)
+		if (f->guest[i]->host == holder)
+			return 1;
+	return 0;
+}
+
+int flow_try_hold_beside(struct flownet *f, const uint32_t *links,
+			 uint32_t n, void *holder, const void *mate)
+{
+	const uint32_t *busy = mm_cons_busy(f->mm);
+	void **held = f->holder;
+	uint32_t i;
+
+	if (!f->evict || !f->take)
+		BUG("flow_try_hold_beside: no evict or take callback");
+	for (i = 0; i < n; i++) {
+		uint32_t l = links[i];
+
+		if (held[l] == mate)
+			continue;
+		if (held[l] && held[l] != holder && !f->take(held[l], l))
+			break;
+		if (busy[l])
+			break;
+		held[l] = holder;
+	}
+	if (i == n)
+		return 1;
+	while (i-- > 0)
+		if (held[links[i]] == holder)
+			held[links[i]] = NULL;
+	return 0;
+}
+
+void flow_hand(struct flownet *f, const uint32_t *links, uint32_t n,
+	       const void *from, void *to)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (f->holder[links[i]] == from)
+			f->holder[links[i]] = to;
+}
+
 void flow_observe(struct flownet *f,
 		  void (*fn)(void *arg, units_ns_t now, double left_B,
 			     double rate_Bps))

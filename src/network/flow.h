@@ -108,6 +108,21 @@ int flow_reclaim(struct flownet *f, const uint32_t *links, uint32_t n,
 void flow_release(struct flownet *f, const uint32_t *links, uint32_t n,
 		  const void *holder);
 
+/*
+ * Pair replays (crun_pair.c). flow_holder(): what holds link l (NULL:
+ * nothing), and in *busy whether a flow runs on it. flow_hosts_guest():
+ * whether holder hosts a guest now. flow_try_hold_beside(): as
+ * flow_try_hold(), but the links mate holds are left to it (mate a
+ * running holder beside which holder runs). flow_hand(): links[0..n-1]
+ * that from holds are now to's.
+ */
+void *flow_holder(const struct flownet *f, uint32_t l, int *busy);
+int flow_hosts_guest(const struct flownet *f, const void *holder);
+int flow_try_hold_beside(struct flownet *f, const uint32_t *links,
+			 uint32_t n, void *holder, const void *mate);
+void flow_hand(struct flownet *f, const uint32_t *links, uint32_t n,
+	       const void *from, void *to);
+
 /* Capacity of link l (B/s per direction). */
 double flow_link_cap(const struct flownet *f, uint32_t l);
 

@@ -92,6 +92,28 @@ struct net {
 	char error[256];
 };
 
+static int idle_engine(struct net *n);
+static void idle_release(struct net *n);
+
+/* crun_set's idle-engine callbacks for pair replays (crun_pair.c). */
+static int idle_for_pairs(void *ctx, struct sim **sim, struct flownet **fn,
+			  struct crun_set **rs)
+{
+	struct net *n = ctx;
+
+	if (idle_engine(n) != 0)
+		return -1;
+	*sim = n->idle_sim;
+	*fn = n->idle;
+	*rs = &n->idle_runs;
+	return 0;
+}
+
+static void idle_lost(void *ctx)
+{
+	idle_release(ctx);	/* it may be left mid-flight */
+}
+
 struct net *net_new(const struct system_spec *sys, struct sim *sim,
 		    struct diag *d)
 {
@@ -102,6 +124,7 @@ struct net *net_new(const struct system_spec *sys, struct sim *sim,
 	n->sys = sys;
 	n->sim = sim;
 	n->replay = 1;
+	crun_set_pairs(&n->runs, idle_for_pairs, idle_lost, n);
 	n->topo = topo_build(sys, d);
 	if (!n->topo) {
 		net_free(n);
@@ -877,6 +900,11 @@ void net_set_replay(struct net *n, int on)
 	n->replay = on;
 }
 
+void net_set_pairs(struct net *n, int on)
+{
+	crun_set_pairs(&n->runs, on ? idle_for_pairs : NULL, idle_lost, n);
+}
+
 void net_set_guests(struct net *n, int on)
 {
 	n->noguests = !on;
@@ -910,6 +938,9 @@ void net_get_stats(const struct net *n, struct net_stats *out)
 	}
 	out->replays = crun_replays(&n->runs);
 	out->late = crun_late(&n->runs);
+	out->paired = n->runs.paired;
+	out->pairs_recorded = n->runs.pairs_recorded;
+	out->pairs_evicted = n->runs.pairs_evicted;
 	out->flows -= crun_late_flows(&n->runs);	/* never started */
 	out->resumed = crun_resumed(&n->runs);
 	out->reheld = crun_reheld(&n->runs);

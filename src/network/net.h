@@ -105,6 +105,11 @@ struct net_stats {
 	uint64_t late;		/* of the replays, late ones: links busy
 				 * at the start, free when its first flows
 				 * were due (crun.c "Late replays") */
+	uint64_t paired;	/* of the replays, late runs replayed with
+				 * the replay that held their links
+				 * (crun_pair.c) */
+	uint64_t pairs_recorded;	/* pairs recorded on the idle engine */
+	uint64_t pairs_evicted;	/* pairs that became flows together */
 };
 
 void net_get_stats(const struct net *n, struct net_stats *out);
@@ -116,6 +121,9 @@ void net_get_stats(const struct net *n, struct net_stats *out);
  * time on any link, crun.h) replays over busy links too, ignoring that little
  * sharing. */
 void net_set_replay(struct net *n, int on);
+/* Pair replays (network/crun_pair.c; on in a new net): a late run kept
+ * from its links by a running replay replays with it as a pair. */
+void net_set_pairs(struct net *n, int on);
 
 /* Let a short flow on a running replay's links be its guest instead of
  * evicting it (1, the default; flow.c says when) or never (0: tests

@@ -335,8 +335,12 @@ static const struct coll_path fwd_path = {
 	.eff_scale_up = 0.8, .eff_scale_out = 0.9, .node_share = 0.5,
 	.name = "forward" };
 
+/* Whether run_outcome()'s nets replay pairs (crun_pair.c; on in a new
+ * net). */
+static int pairs_on = 1;
+
 /* Runs p (then frees it) on a fresh engine with replay and guests as
- * given (both on in a new net); o gets the result, the network's counters and every task's end
+ * given (both on in a new net) and pairs as pairs_on; o gets the result, the network's counters and every task's end
  * in ns (o->end to be freed by the caller). */
 static void run_outcome(const struct system_spec *sys, struct prog *p,
 			int replay, int guests, struct outcome *o)
@@ -352,6 +356,7 @@ static void run_outcome(const struct system_spec *sys, struct prog *p,
 	cr_assert(sim && net);
 	net_set_replay(net, replay);
 	net_set_guests(net, guests);
+	net_set_pairs(net, pairs_on);
 	cr_assert_eq(exec_run(p, sim, &net_comm_ops, net, &o->r, &why), 0,
 		     "%s", why ? why : "?");
 	cr_assert(!net_failed(net), "%s", net_error(net));
@@ -538,33 +543,43 @@ static struct prog *build_late(uint64_t seed, const struct coll_path *path)
 }
 
 /* Replayed (with late replays) and as flows: every task at the same ns;
- * some replays must have been late ones, some all-to-alls flows. */
+ * some replays must have been late ones, some all-to-alls flows (pairs
+ * off), and with pairs on some sends replayed beside the all-to-all
+ * whose links they wanted (crun_pair.c). */
 Test(net_replay, late_replays_give_the_flow_level_times)
 {
 	struct arena a;
 	const struct system_spec *sys;
-	uint64_t seed, late = 0, flows = 0;
+	uint64_t seed, late = 0, flows = 0, paired = 0;
 
 	arena_init(&a);
 	sys = system_of(&a);
 	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[2];
+		struct outcome o[3];
 		int k;
 
-		for (k = 0; k < 2; k++)
-			run_outcome(sys, build_late(seed, &fwd_path), k == 1,
+		for (k = 0; k < 3; k++) {
+			pairs_on = k == 2;
+			run_outcome(sys, build_late(seed, &fwd_path), k >= 1,
 				    1, &o[k]);	/* guests on, as net_new() */
+		}
+		pairs_on = 1;
 		cr_assert_eq(o[0].st.late, 0);
+		cr_assert_eq(o[1].st.paired, 0);
 		late += o[1].st.late;
 		flows += o[1].st.flows;
-		assert_same_ends(&o[0], &o[1], seed, 1);
-		for (k = 0; k < 2; k++)
+		paired += o[2].st.paired;
+		for (k = 1; k < 3; k++)
+			assert_same_ends(&o[0], &o[k], seed, k);
+		for (k = 0; k < 3; k++)
 			free(o[k].end);
 	}
-	cr_log_info("late replays %llu, flows %llu", (unsigned long long)late,
-		    (unsigned long long)flows);
+	cr_log_info("late replays %llu, flows %llu, pairs %llu",
+		    (unsigned long long)late, (unsigned long long)flows,
+		    (unsigned long long)paired);
 	cr_assert_gt(late, 0);
 	cr_assert_gt(flows, 0);
+	cr_assert_gt(paired, 0);
 	arena_release(&a);
 }
 
@@ -682,5 +697,197 @@ Test(net_replay, guests_in_one_host_state_give_the_flow_level_times)
 		    (unsigned long long)kept);
 	cr_assert_gt(guests, 0);
 	cr_assert_gt(kept, 0);
+	arena_release(&a);
+}
+
+/* Rounds of an all-to-all over every GPU on the forwarding path, of one
+ * of two sizes, and at each one's end a send of 1 MiB between two GPUs
+ * of one node on the NVLink ports the next all-to-all crosses, which
+ * starts 3 us after that end on every GPU: the send's flows are due
+ * while the all-to-all runs, at one of a few offsets into it, so the
+ * pairs meet again and again (crun_pair.c: recorded once, replayed
+ * after). On odd seeds, a drawn 0-40 us after that end, a send back
+ * between the same two GPUs on another stream takes one of the
+ * all-to-all's ports, sometimes while both of the pair run (they become
+ * flows together), sometimes after the send ended (the all-to-all goes
+ * on alone holding the ports they shared). */
+static struct prog *build_pairs(uint64_t seed, const struct coll_path *path)
+{
+	static const char *const names[] = { "gemm", "a2a", "pp" };
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	uint32_t all[NGPU], i, round;
+	task_id last[NGPU];
+	double sizes[2] = { (double)(8 + seed % 3) * 1048576,
+			    (double)(20 + seed % 5) * 1048576 };
+
+	cr_assert_not_null(p);
+	for (i = 0; i < NGPU; i++) {
+		all[i] = i;
+		last[i] = TASK_NONE;
+	}
+	for (round = 0; round < 16; round++) {
+		struct coll_desc c = { .op = COLL_ALLTOALL,
+				       .bytes = sizes[lcg(&seed) % 2],
+				       .gpus = all, .ngpus = NGPU, .algo = -1,
+				       .proto = -1, .path = path };
+		uint32_t pair[2] = { 2 * (round % 4), 2 * (round % 4) + 1 };
+		uint32_t back[2] = { pair[1], pair[0] };
+		struct coll_desc s = { .op = COLL_SENDRECV, .bytes = 16777216,
+				       .gpus = pair, .ngpus = 2, .algo = -1,
+				       .proto = -1 };
+		struct coll_desc b = s;
+		struct task_info ai = { names[1], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		struct task_info wi = { names[0], TASK_COMPUTE, (int32_t)round,
+					1, TASK_PHASE_NONE };
+		struct task_info pi = { names[2], TASK_COMM, (int32_t)round, 0,
+					TASK_PHASE_NONE };
+		task_id a, x, w[NGPU];
+
+		b.gpus = back;
+		x = prog_coll(p, pair, 2, S_PP, &s, &pi);
+		if (last[pair[0]] != TASK_NONE) {
+			prog_dep(p, last[pair[0]], x);
+			prog_dep(p, last[pair[1]], x + 1);
+		}
+		if (seed % 2 && last[pair[0]] != TASK_NONE) {
+			task_id v = prog_task(p, back[0], S_TP,
+					      (double)(lcg(&seed) % 41) * 1e-6,
+					      &wi);
+			task_id y = prog_coll(p, back, 2, S_TP, &b, &pi);
+
+			prog_dep(p, last[back[0]], v);
+			prog_dep(p, v, y);
+			prog_dep(p, last[back[1]], y + 1);
+		}
+		for (i = 0; i < NGPU; i++) {
+			w[i] = prog_task(p, i, S_COMPUTE, 3e-6, &wi);
+			if (last[i] != TASK_NONE)
+				prog_dep(p, last[i], w[i]);
+		}
+		a = prog_coll(p, all, NGPU, S_DP, &c, &ai);
+		for (i = 0; i < NGPU; i++) {
+			prog_dep(p, w[i], a + i);
+			last[i] = a + i;
+		}
+	}
+	return p;
+}
+
+/* Pair replays (crun_pair.c) end every task at the flow-level run's ns
+ * (replay off), as replays without pairs do; pairs must have been
+ * replayed, more of them than recorded (met again at the same offset),
+ * and some must have become flows together. */
+Test(net_replay, pair_replays_give_the_flow_level_times)
+{
+	struct arena a;
+	const struct system_spec *sys;
+	uint64_t seed, paired = 0, recorded = 0, evicted = 0;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (seed = 1; seed <= 6; seed++) {
+		struct outcome o[3];
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			pairs_on = k == 2;
+			run_outcome(sys, build_pairs(seed, &fwd_path), k >= 1,
+				    1, &o[k]);
+		}
+		pairs_on = 1;
+		cr_assert_eq(o[1].st.paired, 0);
+		paired += o[2].st.paired;
+		recorded += o[2].st.pairs_recorded;
+		evicted += o[2].st.pairs_evicted;
+		for (k = 1; k < 3; k++)
+			assert_same_ends(&o[0], &o[k], seed, k);
+		for (k = 0; k < 3; k++)
+			free(o[k].end);
+	}
+	cr_log_info("pairs replayed %llu, recorded %llu, evicted %llu",
+		    (unsigned long long)paired, (unsigned long long)recorded,
+		    (unsigned long long)evicted);
+	cr_assert_gt(paired, recorded);
+	cr_assert_gt(evicted, 0);
+	arena_release(&a);
+}
+
+/* Four GPUs of one node, NVLink sends (a sender's out port, the
+ * receiver's in port): h 0->1 from the start, alone (a replay); r 2->1
+ * 20 us later, kept from 1's in port by h (a late run whose flows start
+ * beside h: a pair, crun_pair.c), with 2's out port its own; x 0->3 at
+ * 40 us on h's out port (h and r become flows together); y 2->3 at 60
+ * us on r's out port and x's in port. Every flow then runs at half its
+ * port: when h ends, r stays at half (y shares its out port), where the
+ * pair's recording had it speed up after h's end. A flow adopted at the
+ * pair's recorded end would end early; the flow-level run ends it where
+ * its last rate change put it (crun.c adopt_phase). */
+static struct prog *build_pair_slowed(void)
+{
+	static const char *const names[] = { "gemm", "pp" };
+	static uint32_t hp[2] = { 0, 1 }, rp[2] = { 2, 1 }, xp[2] = { 0, 3 },
+			yp[2] = { 2, 3 };
+	static const struct {
+		uint32_t *gpus;
+		double bytes, at_s;
+		int stream;
+	} sends[4] = { { hp, 64 * 1048576.0, 0, S_PP },
+		       { rp, 64 * 1048576.0, 20e-6, S_DP },
+		       { xp, 16 * 1048576.0, 40e-6, S_TP },
+		       { yp, 64 * 1048576.0, 60e-6, S_PP } };
+	struct prog *p = prog_new(NGPU, NSTREAMS);
+	double busy[NGPU] = { 0 };	/* each GPU's compute stream, s */
+	int k;
+
+	cr_assert_not_null(p);
+	for (k = 0; k < 4; k++) {
+		struct coll_desc s = { .op = COLL_SENDRECV,
+				       .bytes = sends[k].bytes,
+				       .gpus = sends[k].gpus, .ngpus = 2,
+				       .algo = -1, .proto = -1 };
+		struct task_info wi = { names[0], TASK_COMPUTE, k, 1,
+					TASK_PHASE_NONE };
+		struct task_info pi = { names[1], TASK_COMM, k, 0,
+					TASK_PHASE_NONE };
+		task_id x = prog_coll(p, sends[k].gpus, 2, sends[k].stream,
+				      &s, &pi);
+		int m;
+
+		for (m = 0; m < 2; m++) {
+			uint32_t g = sends[k].gpus[m];
+			task_id w;
+
+			/* a wait on g's compute stream to at_s */
+			w = prog_task(p, g, S_COMPUTE, sends[k].at_s - busy[g],
+				      &wi);
+			busy[g] = sends[k].at_s;
+			prog_dep(p, w, x + (task_id)m);
+		}
+	}
+	return p;
+}
+
+/* The pair of build_pair_slowed() replays, becomes flows, and every task
+ * ends at the flow-level run's ns. */
+Test(net_replay, evicted_pair_ends_where_the_flow_level_run_does)
+{
+	struct arena a;
+	const struct system_spec *sys;
+	struct outcome o[2];
+	int k;
+
+	arena_init(&a);
+	sys = system_of(&a);
+	for (k = 0; k < 2; k++)
+		run_outcome(sys, build_pair_slowed(), k, 1, &o[k]);
+	cr_log_info("pairs replayed %llu, evicted %llu",
+		    (unsigned long long)o[1].st.paired,
+		    (unsigned long long)o[1].st.pairs_evicted);
+	cr_assert_eq(o[1].st.paired, 1);
+	cr_assert_eq(o[1].st.pairs_evicted, 1);
+	assert_same_ends(&o[0], &o[1], 0, 1);
+	for (k = 0; k < 2; k++)
+		free(o[k].end);
 	arena_release(&a);
 }
