@@ -22,8 +22,10 @@
  * host goes on from now on its pair trajectory (its own before dt), the
  * late run replays its own, each holding the links of its plan (those
  * both use stay the host's). While both run, a flow on any of those
- * links evicts both, the host's flows first as the flow-level run made
- * them variables first (crun.c evict); when one ends, the other takes
+ * links evicts both, first the run whose current phase started first,
+ * as the flow-level run made their flows variables (crun.c evict; a pair
+ * with a host and a late phase starting at one ns runs as flows:
+ * ordered()); when one ends, the other takes
  * its shared links and goes on alone; neither hosts guests (their
  * links carry the other's flows). A pair replays only where the
  * flow-level run would do what was recorded: no link of the late run
@@ -187,13 +189,13 @@ static const struct pair *pair_of(struct crun_set *rs,
 		return NULL;
 	}
 	rs->pairs_recorded++;
-	ps->bytes += ctraj_bytes(p->host) + ctraj_bytes(p->late);
 	if (!ordered(p)) {
 		ctraj_free(p->host);
 		ctraj_free(p->late);
 		p->host = p->late = NULL;
 		return NULL;
 	}
+	ps->bytes += ctraj_bytes(p->host) + ctraj_bytes(p->late);
 	return p;
 }
 
