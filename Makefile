@@ -100,7 +100,7 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tools/%)
 # The fuzz harnesses (tests/fuzz, make fuzz below); make test replays their
 # kept corpus through these.
-FUZZ_TARGETS ?= config units model_json measure sweep
+FUZZ_TARGETS ?= config units model_json measure sweep megatron
 REPLAY_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/replay_%)
 
 LIB := $(BUILD)/libllmsim.a
@@ -299,6 +299,8 @@ FORCE:
 #               nccl-tests text; every point kept is one the store takes
 #   sweep       sweep files: load, every point's axis values, overrides and
 #               job (loaded from the base with them), for up to 16 points
+#   megatron    config import-megatron: a Megatron-LM command line (one
+#               string or NUL-separated words); a job it prints loads
 # Each runs FUZZ_SECONDS in turn, one at a time, over build/fuzz/corpus-NAME,
 # seeded from tests/fuzz/corpus/NAME (kept in git) and, for config, the
 # bad-input corpus and the fixture presets. Every sanitizer report is
@@ -315,6 +317,7 @@ FUZZ_SRC_measure := src/cli/measure_proto.c src/cli/measure_nccl.c \
 	src/cli/measure_print.c $(wildcard src/store/*.c)
 FUZZ_SRC_sweep := src/sweep/sweep_file.c src/sweep/sweep_point.c \
 	src/plan/plan_layout.c src/gpu/gpu.c
+FUZZ_SRC_megatron := $(wildcard src/cli/cli_megatron*.c) src/cli/cli_opt.c
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer -g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE -Isrc

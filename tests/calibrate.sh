@@ -220,15 +220,44 @@ status 2 "unknown key" calibrate --db "$tmp/all.db" --params foo.bar
 # An empty list or item is refused: strtok skipped them, so --run , fitted
 # every run in the database and --params , named no parameter.
 status 2 "--run ," calibrate --db "$tmp/all.db" --run ,
-# 65 run ids: the limit said (it said "expected run ids", of good ids);
-# an id past a long long (strtoll saturated it to a run id) refused.
-status 2 "--run of 65" calibrate --db "$tmp/all.db" --run "$(seq -s, 1 65)"
-grep -q -- "--run: at most 64 runs (without --run every" "$tmp/err" ||
-	{ bad "--run of 65: message"; cat "$tmp/err"; }
+# Any number of run ids (a fixed 64 refused a list of 65; a list past 511
+# characters was refused too): 1 and 2..300 fit run 1 (the only one) and
+# name it once; --run given twice adds. An id past a long long (strtoll
+# saturated it to a run id) is refused.
+"$llmsim" calibrate --db "$tmp/all.db" --run "1,$(seq -s, 2 300)" --run 301 \
+	--params scale_up.link.sustained -o "$tmp/many.yaml" >"$tmp/out" 2>"$tmp/err" ||
+	{ bad "--run of 301 ids: exit $?"; cat "$tmp/err"; }
+grep -q '^fitted_on: \["measure run 1 in [^,]*"\]$' "$tmp/many.yaml" ||
+	{ bad "--run of 301 ids: fitted_on"; grep fitted_on "$tmp/many.yaml"; }
 status 2 "--run 2^64" calibrate --db "$tmp/all.db" --run 18446744073709551616
 grep -q -- "--run: expected run ids" "$tmp/err" ||
 	{ bad "--run 2^64: message"; cat "$tmp/err"; }
+# validate --run the same (saturated, it said "run 9223372036854775807 is
+# not a measure run", exit 2, of an id not given)
+status 2 "validate --run 2^64" validate --kind measured --db "$tmp/all.db" \
+	--run 18446744073709551616 --no-store
+grep -q -- "--run: expected a run id, got '18446744073709551616'" "$tmp/err" ||
+	{ bad "validate --run 2^64: message"; cat "$tmp/err"; }
 status 2 "--params ," calibrate --db "$tmp/all.db" --params ,
+# A key named twice (also as system.KEY): the fit moved one copy, left the
+# other at its start, and the file's overlay (the first) applied the
+# start, exit 0 (a calibration that changed nothing).
+status 2 "--params twice" calibrate --db "$tmp/all.db" \
+	--params scale_up.link.sustained,system.scale_up.link.sustained -o "$tmp/x.yaml"
+grep -q -- "--params: scale_up.link.sustained named twice" "$tmp/err" ||
+	{ bad "--params twice: message"; cat "$tmp/err"; }
+# A database whose path has ", " and "]" in it: fitted_on's item is one
+# quoted string (written bare it ended the flow list: the calibration
+# file did not load, exit 2 at any use), validate reads it back and
+# marks the run's rows in-sample.
+mkdir -p "$tmp/a, b]" && cp "$tmp/all.db" "$tmp/a, b]/x.db"
+"$llmsim" calibrate --db "$tmp/a, b]/x.db" --params scale_up.link.sustained \
+	-o "$tmp/odd.yaml" >/dev/null 2>"$tmp/err" ||
+	{ bad "calibrate of a database at 'a, b]': exit $?"; cat "$tmp/err"; }
+"$llmsim" validate --kind measured --db "$tmp/a, b]/x.db" --system "$tmp/odd.yaml" \
+	--no-store >"$tmp/out" 2>&1
+grep -q '\[in-sample: fitted on\]' "$tmp/out" ||
+	{ bad "validate with the calibration of 'a, b]/x.db': not loaded or not in-sample"; head -3 "$tmp/out"; }
 status 2 "unfittable key" calibrate --db "$tmp/all.db" --params nodes
 status 2 "key nothing depends on" calibrate --db "$tmp/all.db" --params gpu.gemm_efficiency
 status 1 "not converged" calibrate --db "$tmp/all.db" --max-iter 1 -o "$tmp/x.yaml"

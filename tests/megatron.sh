@@ -277,6 +277,52 @@ s0=$(step "$tmp/g0.yaml"); sf=$(step "$tmp/gf.yaml"); se=$(step "$tmp/ge.yaml")
 awk -v a="$s0" -v f="$sf" -v e="$se" 'BEGIN { exit !(a + 0 > 0 && f + 0 < a + 0 && e + 0 > a + 0) }' ||
 	bad "activation flags' steps: preset $s0, op fuser $sf, eager $se"
 
+# Megatron's derived sizes (training/arguments.py validate_args,
+# training/tokenizer/tokenizer.py _vocab_size_with_padding): --swiglu
+# without --ffn-hidden-size is int((4 x 1024 x 2 / 3) / 64) x 64 = 2688
+# (it imported 4 x 1024 = 4096); --vocab-size 50257 at tp 2 is padded to
+# a multiple of 128 x 2 = 256: 50432; with --make-vocab-size-divisible-by
+# 64 at tp 1, 50304; 128256 (a multiple of 128) stays, + 1 under
+# NullTokenizer is 128384; --padded-vocab-size wins whatever the order.
+vargs="--num-layers 4 --hidden-size 1024 --num-attention-heads 16
+ --seq-length 2048 --micro-batch-size 1 --global-batch-size 8 --bf16"
+imported() {	# imported KEY WANT ARGS...: the import's KEY is WANT
+	k=$1 want=$2
+	shift 2
+	got=$("$llmsim" config import-megatron --gpus 8 "$vargs $*" 2>"$tmp/err" |
+		sed -n "s/^  $k: //p")
+	[ "$got" = "$want" ] || bad "import of '$*': $k '$got', expected $want $(head -2 "$tmp/err")"
+}
+# --num-query-groups defaults to 1: --group-query-attention alone is one KV
+# head (it imported 16, one a query head); without the flag the groups are
+# ignored (the key absent: one a query head)
+imported num_key_value_heads 1 --group-query-attention --padded-vocab-size 32000
+imported num_key_value_heads 4 --group-query-attention --num-query-groups 4 --padded-vocab-size 32000
+imported num_key_value_heads "" --num-query-groups 4 --padded-vocab-size 32000
+imported intermediate_size 2688 --swiglu --padded-vocab-size 32000
+imported intermediate_size 4096 --padded-vocab-size 32000
+imported intermediate_size 3000 --swiglu --ffn-hidden-size 3000 --padded-vocab-size 32000
+imported vocab_size 50432 --vocab-size 50257 --tensor-model-parallel-size 2
+imported vocab_size 50304 --vocab-size 50257 --make-vocab-size-divisible-by 64
+imported vocab_size 128256 --vocab-size 128256
+imported vocab_size 128384 --vocab-size 128256 --tokenizer-type NullTokenizer
+imported vocab_size 50304 --padded-vocab-size 50304 --vocab-size 50257 --tensor-model-parallel-size 2
+"$llmsim" config import-megatron --gpus 8 "$vargs --vocab-size 50257 --make-vocab-size-divisible-by 0" \
+	>/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "make-vocab-size-divisible-by: expected at least 1" "$tmp/err" ||
+	bad "--make-vocab-size-divisible-by 0: $(cat "$tmp/err")"
+
+# A --name with a blank, before the command line: it was taken for the
+# command line (a word with a blank), and the command line for the name
+# (exit 2, "hidden_size ... required"); one with " #" printed bare lost
+# the rest as a comment. Also --nam (getopt_long's prefix).
+for o in --name --nam; do
+	"$llmsim" config import-megatron --gpus 8 $o "run #2 of 3" "$vargs --padded-vocab-size 32000" \
+		>"$tmp/named.yaml" 2>"$tmp/err" || bad "$o 'run #2 of 3': exit $? $(head -2 "$tmp/err")"
+	"$llmsim" config show "$tmp/named.yaml" 2>/dev/null | grep -q '^name: "run #2 of 3"$' ||
+		bad "$o 'run #2 of 3': the name did not load whole"
+done
+
 # Incomplete (no --hidden-size) and bad values: exit 2 with a message.
 "$llmsim" config import-megatron "--num-layers 8 --num-attention-heads 16" --gpus 8 \
 	>"$tmp/out" 2>"$tmp/err"

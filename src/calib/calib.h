@@ -150,9 +150,14 @@ struct calib_file {
 	size_t nfitted;
 };
 
+/* Write the fit to path: fitted on runs[0..nruns) ("measure run N in
+ * DB", fitted_on; each a YAML string whatever its characters) of the
+ * database db (as given, in the header comment). 0 or -1 after
+ * reporting. */
 int calib_file_write(const char *path, const struct calib_problem *pb,
 		     const struct calib_result *res, const char *db,
-		     const char *runs, const char *version, struct diag *d);
+		     const char *const *runs, size_t nruns,
+		     const char *version, struct diag *d);
 
 int calib_file_load(struct config_ctx *cx, const char *path,
 		    struct calib_file *f);

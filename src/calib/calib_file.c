@@ -28,6 +28,7 @@
 #include "base/mem.h"
 #include "base/units.h"
 #include "config/cnode.h"
+#include "config/schema.h"
 #include "config/config.h"
 
 /* The overlay: keys sorted, each printed under the sections it shares
@@ -75,9 +76,31 @@ static void write_overlay(FILE *f, const struct calib_problem *pb)
 	mem_free(s);
 }
 
+/* s in a comment line: a byte YAML reads as a line break or a control
+ * character (a newline in a database's path) as '?', so the comment
+ * stays one line and the file loads. */
+static void comment_text(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (p[0] == 0xc2 && p[1] == 0x85) {		/* NEL */
+			p++;
+			fputc('?', f);
+		} else if (p[0] == 0xe2 && p[1] == 0x80 &&
+			   (p[2] == 0xa8 || p[2] == 0xa9)) {	/* LS, PS */
+			p += 2;
+			fputc('?', f);
+		} else {
+			fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
+		}
+	}
+}
+
 int calib_file_write(const char *path, const struct calib_problem *pb,
 		     const struct calib_result *res, const char *db,
-		     const char *runs, const char *version, struct diag *d)
+		     const char *const *runs, size_t nruns,
+		     const char *version, struct diag *d)
 {
 	FILE *f = fopen(path, "w");
 	size_t i, j, k = pb->npar;
@@ -87,12 +110,29 @@ int calib_file_write(const char *path, const struct calib_problem *pb,
 		return -1;
 	}
 	fprintf(f, "# Written by `llmsim calibrate` (llmsim %s) from %zu "
-		"measured points\n# of %s (%s). A system applies it with\n"
-		"#   calibration: %s\n# (its overlay merges onto the system; "
-		"its covariance gives predictions\n# error bars). Values in SI "
-		"units; intervals are 95%%.\n", version, pb->npts, runs, db,
-		path);
-	fprintf(f, "system: %s\nfitted_on: [%s]\n", pb->system, runs);
+		"measured points\n# of ", version, pb->npts);
+	for (i = 0; i < nruns; i++) {
+		fputs(i ? ", " : "", f);
+		comment_text(f, runs[i]);
+	}
+	fputs(" (", f);
+	comment_text(f, db);
+	fputs("). A system applies it with\n#   calibration: ", f);
+	comment_text(f, path);
+	fputs("\n# (its overlay merges onto the system; its covariance gives "
+	      "predictions\n# error bars). Values in SI units; intervals are "
+	      "95%.\n", f);
+	/* each a YAML string that reads back as itself (a database path
+	 * with ", " or "]" in it ended the flow list there: the file did
+	 * not load) */
+	fputs("system: ", f);
+	schema_print_string(f, pb->system);
+	fputs("\nfitted_on: [", f);
+	for (i = 0; i < nruns; i++) {
+		fputs(i ? ", " : "", f);
+		schema_print_string(f, runs[i]);
+	}
+	fputs("]\n", f);
 	/* The points' scatter about the fit (ln ratio, per dof): what a
 	 * prediction interval for one more measurement adds. */
 	fprintf(f, "residual_sigma_ln: %.6g\n", res->dof ? res->rms_after *
@@ -164,7 +204,7 @@ static int bad(struct diag *d, const struct cnode *n, const char *what)
 static int read_params(struct config_ctx *cx, const struct cnode *ps,
 		       struct calib_file *f)
 {
-	size_t i;
+	size_t i, j;
 
 	f->npar = ps->nitems;
 	f->par = arena_alloc(cx->arena, (f->npar + 1) * sizeof(*f->par));
@@ -181,6 +221,13 @@ static int read_params(struct config_ctx *cx, const struct cnode *ps,
 			return bad(cx->diag, m, "params: expected {key, value, "
 				   "stderr, ...}");
 		p->key = k->text;
+		/* one parameter a key (llmsim calibrate before round 47
+		 * wrote a key given twice twice, its overlay the unfitted
+		 * copy's start) */
+		for (j = 0; j < i; j++)
+			if (strcmp(f->par[j].key, p->key) == 0)
+				return bad(cx->diag, k, "params: a key given "
+					   "twice (refit it, naming it once)");
 		p->value = num(m, "value");
 		p->stderr_ = num(m, "stderr");
 		p->start = num(m, "start");

@@ -594,8 +594,7 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 	double *pred_s = NULL;
 	struct valid_table *t;
 	struct valid_pred p;
-	char fit_id[600];
-	const char *p_calib = NULL;
+	const char *p_calib = NULL, *fit_id;
 	int n, rc = 0, fitted;
 	uint32_t i;
 
@@ -643,8 +642,15 @@ static int one_run(void *ctx, const struct store_meas_run *run)
 		rc = bands(t, &b, p.sys->calibration, pred_s);
 	}
 	valid_pred_close(&p);
-	snprintf(fit_id, sizeof(fit_id), "measure run %lld in %s",
-		 (long long)run->id, m->o->db ? m->o->db : "");
+	/* whole (a buffer of 600 B cut a database's long real path, and
+	 * the run's rows were not marked in-sample) */
+	fit_id = arena_printf(cx->arena, "measure run %lld in %s",
+			      (long long)run->id, m->o->db ? m->o->db : "");
+	if (!fit_id) {
+		diag_oom(cx->diag);
+		mem_free(pred_s);
+		return -1;
+	}
 	fitted = p_calib && calib_names(cx, p_calib, fit_id);
 	for (i = 0; i < t->n; i++)
 		t->rows[i].in_sample = fitted;

@@ -34,14 +34,16 @@
 #include "calib/calib.h"
 #include "calib/valid.h"
 
-#define MAX_RUNS 64
 #define MAX_STARTS 32
 
 struct copts {
 	const char *db, *system, *params, *out;
-	int64_t runs[MAX_RUNS];
+	int64_t *runs;			/* --run ids (mem_realloc'd; any
+					 * number: a fixed 64 refused a
+					 * list of 65) */
+	size_t nruns, runs_cap;
 	const char *starts[MAX_STARTS];	/* --start KEY=VALUE, as given */
-	int nruns, nstarts, folds, use_min, max_iter;
+	int nstarts, folds, use_min, max_iter;
 	long max_params;
 };
 
@@ -54,40 +56,53 @@ struct gathered {
 	size_t n, cap;
 	const char *system;		/* the runs' system, if one */
 	int mixed;			/* runs name different systems */
-	char runs[4096];		/* "measure run 1 in DB, ..." */
+	const char **runs;		/* "measure run 1 in DB" each (arena;
+					 * a fixed 4096 B cut the list, and a
+					 * path, short) */
+	size_t nruns, capruns;
+	const char *runs_text;		/* the same joined by ", " (arena) */
 	char what[256];			/* backend, library, host of the first */
 };
 
 /* --run N[,N]...: every item a run id (an empty one is refused: strtok
- * skipped it, and --run , fitted every run in the database). */
+ * skipped it, and --run , fitted every run in the database); the option
+ * may be given again, adding ids. */
 static int parse_runs(struct copts *o, const char *v)
 {
-	char buf[512], *rest, *t, *end;
+	char *buf = strdup(v), *rest, *t, *end;
+	int rc = CLI_OK;
 
-	if (strlen(v) >= sizeof(buf))
-		return cli_usage_error("calibrate", "--run: a list of at most "
-				       "%zu characters, got %zu", sizeof(buf) - 1,
-				       strlen(v));
-	snprintf(buf, sizeof(buf), "%s", v);
-	for (rest = buf; (t = strsep(&rest, ",")) != NULL;) {
+	if (!buf) {
+		fprintf(stderr, "llmsim: calibrate: out of memory\n");
+		return CLI_FAIL;
+	}
+	for (rest = buf; rc == CLI_OK && (t = strsep(&rest, ",")) != NULL;) {
 		long long r;
 
 		errno = 0;
 		r = strtoll(t, &end, 10);
-		if (!*t || *end || r < 1 || errno == ERANGE)
-			return cli_usage_error("calibrate", "--run: expected run "
-					       "ids such as '3' or '3,4', got "
-					       "'%s'", v);
-		/* the ids were fine: say the limit (it said they were
-		 * not ids) */
-		if (o->nruns == MAX_RUNS)
-			return cli_usage_error("calibrate", "--run: at most %d "
-					       "runs (without --run every "
-					       "measure run of the database is "
-					       "fitted)", MAX_RUNS);
-		o->runs[o->nruns++] = r;
+		if (!*t || *end || r < 1 || errno == ERANGE) {
+			rc = cli_usage_error("calibrate", "--run: expected run "
+					     "ids such as '3' or '3,4', got "
+					     "'%s'", v);
+		} else if (o->nruns == o->runs_cap) {
+			size_t cap = o->runs_cap ? 2 * o->runs_cap : 16;
+			int64_t *n = mem_realloc(o->runs, cap * sizeof(*n));
+
+			if (!n) {
+				fprintf(stderr, "llmsim: calibrate: out of "
+					"memory\n");
+				rc = CLI_FAIL;
+				break;
+			}
+			o->runs = n;
+			o->runs_cap = cap;
+		}
+		if (rc == CLI_OK)
+			o->runs[o->nruns++] = r;
 	}
-	return CLI_OK;
+	free(buf);
+	return rc;
 }
 
 /* v whole (digits only, at most 5 of them) into *out; else -1 (atoi
@@ -116,7 +131,7 @@ static int one_opt(void *arg, const char *name, const char *v)
 	else if (strcmp(name, "-o") == 0 || strcmp(name, "--output") == 0)
 		o->out = v;
 	else if (strcmp(name, "--run") == 0)
-		return parse_runs(o, v) == CLI_OK ? CLI_OK : CLI_USAGE;
+		return parse_runs(o, v);
 	else if (strcmp(name, "--start") == 0) {
 		const char *eq = strchr(v, '=');
 
@@ -175,7 +190,7 @@ static int parse(struct copts *o, int argc, char **argv)
 
 static int wanted(const struct copts *o, int64_t id)
 {
-	int i;
+	size_t i;
 
 	for (i = 0; i < o->nruns; i++)
 		if (o->runs[i] == id)
@@ -193,21 +208,29 @@ static int copy_row(struct arena *a, struct store_meas_row *to,
 	return to->op && to->type && to->check ? 0 : -1;
 }
 
-static void note_run(struct gathered *g, const struct store_meas_run *r)
+/* Run r into g's list ("measure run N in DB", DB's real path: what
+ * validate names a run by, cli_validate.c); 0 or -1 out of memory. */
+static int note_run(struct gathered *g, const struct store_meas_run *r)
 {
-	size_t len = strlen(g->runs);
+	struct arena *a = g->cx->arena;
 	char real[PATH_MAX];
-	const char *db = realpath(g->o->db, real) ? real : g->o->db;
+	const char *db = realpath(g->o->db, real) ? real : g->o->db, *id;
 
-	snprintf(g->runs + len, sizeof(g->runs) - len, "%smeasure run %lld in "
-		 "%s", len ? ", " : "", (long long)r->id, db);
+	if (!(id = arena_printf(a, "measure run %lld in %s", (long long)r->id,
+				db)) ||
+	    (g->nruns == g->capruns &&
+	     arena_grow(a, (void **)&g->runs, &g->capruns, g->nruns + 1,
+			sizeof(*g->runs))))
+		return -1;
+	g->runs[g->nruns++] = id;
 	if (!g->what[0])
 		snprintf(g->what, sizeof(g->what), "%s backend, %s on %s",
 			 r->info.backend, r->info.library_version, r->info.host);
-	if (!g->system)
-		g->system = arena_strdup(g->cx->arena, r->info.system);
-	else if (strcmp(g->system, r->info.system) != 0)
+	if (!g->system && !(g->system = arena_strdup(a, r->info.system)))
+		return -1;
+	if (strcmp(g->system, r->info.system) != 0)
 		g->mixed = 1;
+	return 0;
 }
 
 static int take_run(void *ctx, const struct store_meas_run *r)
@@ -220,7 +243,10 @@ static int take_run(void *ctx, const struct store_meas_run *r)
 
 	if (!wanted(g->o, r->id))
 		return 0;
-	note_run(g, r);
+	if (note_run(g, r) != 0) {
+		diag_oom(g->cx->diag);
+		return -1;
+	}
 	if ((ns = valid_run_sets(g->cx, r, &sets)) < 0)
 		return -1;
 	for (i = 0; i < r->nrows; i++) {
@@ -243,6 +269,29 @@ static int take_run(void *ctx, const struct store_meas_run *r)
 	return 0;
 }
 
+/* g's runs joined by ", " (arena); NULL out of memory. */
+static const char *join_runs(const struct gathered *g)
+{
+	size_t i, len = 1, at = 0, n;
+	char *t;
+
+	for (i = 0; i < g->nruns; i++)
+		len += strlen(g->runs[i]) + 2;
+	if (!(t = arena_alloc(g->cx->arena, len)))
+		return NULL;
+	t[0] = '\0';
+	for (i = 0; i < g->nruns; i++) {
+		n = strlen(g->runs[i]);
+		if (i) {
+			memcpy(t + at, ", ", 2);
+			at += 2;
+		}
+		memcpy(t + at, g->runs[i], n + 1);
+		at += n;
+	}
+	return t;
+}
+
 /* Points of the wanted runs; CLI status. */
 static int gather(struct gathered *g, struct diag *d)
 {
@@ -256,6 +305,10 @@ static int gather(struct gathered *g, struct diag *d)
 	store_close(st);
 	if (n < 0)
 		return d->oom ? CLI_FAIL : CLI_USAGE;
+	if (!(g->runs_text = join_runs(g))) {
+		diag_oom(d);
+		return CLI_FAIL;
+	}
 	for (i = 0; i < g->n; i++)	/* rows moved while growing */
 		g->pts[i].row = &g->rows[i];
 	if (g->n == 0) {
@@ -298,6 +351,7 @@ static int params(const struct copts *o, struct calib_problem *pb,
 	struct calib_param *all;
 	char buf[1024], *rest, *k, why[256];
 	long n;
+	size_t i;
 
 	if (o->params) {
 		/* every item a key: an empty one (--params , named none and
@@ -324,6 +378,13 @@ static int params(const struct copts *o, struct calib_problem *pb,
 					   k + 7 : k);
 			if (!key)
 				return CLI_FAIL;
+			/* twice, the fit moved one copy and left the other
+			 * at its start, and the file's overlay (the first)
+			 * applied the start: a fit that changed nothing */
+			for (i = 0; i < pb->npar; i++)
+				if (strcmp(pb->par[i].key, key) == 0)
+					return cli_usage_error("calibrate",
+						"--params: %s named twice", key);
 			if (calib_param_find(sys, key, &pb->par[pb->npar], why,
 					     sizeof(why)) != 0)
 				return cli_usage_error("calibrate", "--params: "
@@ -441,7 +502,7 @@ static void report(const struct calib_problem *pb,
 	size_t i, j;
 
 	printf("llmsim calibrate: %zu points of %s (%s), on %s; %zu "
-	       "parameter%s\n", pb->npts, g->runs, g->what, pb->system,
+	       "parameter%s\n", pb->npts, g->runs_text, g->what, pb->system,
 	       pb->npar, pb->npar == 1 ? "" : "s");
 	printf("  %-50s %12s %12s %12s  %s\n", "parameter", "start", "fitted",
 	       "stderr", "95% interval");
@@ -548,7 +609,7 @@ int cli_calibrate(int argc, char **argv, const char *argv0)
 			(size_t)o.folds : g.n), &res, &d);
 	rc = fit == 0 ? CLI_OK : fit == -2 ? CLI_USAGE : CLI_FAIL;
 	if (fit == 0 && (!(out = out_path(&o, &cx, pred.sys)) ||
-			 calib_file_write(out, &pb, &res, o.db, g.runs,
+			 calib_file_write(out, &pb, &res, o.db, g.runs, g.nruns,
 					  cli_version(), &d) != 0))
 		rc = CLI_FAIL;
 	else if (fit == 0)
@@ -557,6 +618,7 @@ out:
 	valid_pred_close(&pred);
 	mem_free(res.corr);
 	mem_free(g.pts);
+	mem_free(o.runs);
 	arena_release(&a);
 	return rc;
 }

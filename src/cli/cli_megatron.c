@@ -29,6 +29,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@
 #include "config/cnode.h"
 #include "config/config.h"
 #include "config/pp_layout.h"
+#include "config/schema.h"
 #include "config/spec_job.h"
 #include "config/spec_system.h"
 
@@ -103,6 +105,7 @@ struct imported {
 	const char *val[CLI_MEGATRON_KEYS];
 	int n;
 	int gqa;			/* --group-query-attention seen */
+	int null_tokenizer;		/* --tokenizer-type NullTokenizer */
 	int no_bias;			/* --disable-bias-linear seen */
 	double dropout[2];		/* attention, hidden; < 0: absent */
 	long layers, pp, vpp_layers;
@@ -255,7 +258,16 @@ static int take(struct imported *im, const struct marg *m, const char *arg,
 			im->vpp_layers = atol(v), im->vpp_given = 1;
 		else if (strcmp(m->key, "model.num_key_value_heads") == 0)
 			set(im, "(query groups)", v);
-		else
+		else if (strcmp(arg, "--vocab-size") == 0)
+			set(im, "(vocab)", v);	/* padded: finish_import */
+		else if (strcmp(arg, "--make-vocab-size-divisible-by") == 0) {
+			if (atol(v) < 1) {	/* Megatron divides by it */
+				diag_error(d, "megatron", 0, 0, "%s: expected "
+					   "at least 1, got '%s'", arg, v);
+				return -1;
+			}
+			set(im, "(vocab multiple)", v);
+		} else
 			set(im, m->key, v);
 		if (strcmp(arg, "--num-layers") == 0)
 			im->layers = atol(v);
@@ -389,7 +401,11 @@ static int read_args(struct imported *im, char **w, int n, struct diag *d)
 		m = cli_megatron_arg(a);
 		if (!m && cli_megatron_ignored(a) == 2) {
 			if (!v && i + 1 < n)
-				i++;
+				v = w[++i];
+			/* its vocabulary is --vocab-size + 1 (its EOD) */
+			if (strcmp(a, "--tokenizer-type") == 0)
+				im->null_tokenizer =
+					v && strcmp(v, "NullTokenizer") == 0;
 			note_word(im->ignored, &im->nignored,
 				  &im->more_ignored, a);
 			continue;
@@ -523,11 +539,38 @@ static void finish_import(struct arena *a, struct imported *im)
 {
 	const char *h = get(im, "model.hidden_size");
 
-	if (im->gqa && get(im, "(query groups)"))
-		set(im, "model.num_key_value_heads", get(im, "(query groups)"));
-	if (!get(im, "model.intermediate_size") && h)
-		set(im, "model.intermediate_size",
-		    arena_printf(a, "%ld", 4 * atol(h)));
+	/* --num-query-groups defaults to 1 (arguments.py), so
+	 * --group-query-attention alone is one KV head (it imported one a
+	 * query head) */
+	if (im->gqa)
+		set(im, "model.num_key_value_heads", get(im, "(query groups)") ?
+		    get(im, "(query groups)") : "1");
+	const char *act = get(im, "model.hidden_act");
+	const char *voc = get(im, "(vocab)"), *mul = get(im, "(vocab multiple)");
+	const char *tp = get(im, "parallelism.tp");
+
+	/* Megatron's arguments.py validate_args: ffn_hidden_size 4 h, and
+	 * with --swiglu int((4 h 2 / 3) / 64) * 64, the gated MLP's two
+	 * projections near 4 h's parameters, a multiple of 64 (it imported
+	 * 4 h: 1.5x the MLP) */
+	if (!get(im, "model.intermediate_size") && h) {
+		long hv = atol(h);
+
+		set(im, "model.intermediate_size", arena_printf(a, "%ld",
+		    act && strcmp(act, "silu") == 0 ?
+		    (long)((double)(8 * hv) / 3 / 64) * 64 : 4 * hv));
+	}
+	/* --vocab-size is the tokenizer's (NullTokenizer: + 1, its EOD);
+	 * the model's is padded to a multiple of make_vocab_size_divisible_by
+	 * (128) x tp (training/tokenizer/tokenizer.py build_tokenizer,
+	 * _vocab_size_with_padding), unless --padded-vocab-size gives it */
+	if (!get(im, "model.vocab_size") && voc) {
+		double m = (double)(mul ? atol(mul) : 128) *
+			   (double)(tp ? atol(tp) : 1);
+
+		set(im, "model.vocab_size", arena_printf(a, "%.0f",
+		    ceil((double)(atol(voc) + im->null_tokenizer) / m) * m));
+	}
 	if (!get(im, "model.hidden_act"))
 		set(im, "model.hidden_act", "gelu");
 	if (!get(im, "model.norm"))
@@ -634,14 +677,19 @@ static void put_job(FILE *out, const struct imported *im,
 			fprintf(out, " (and %d more)", im->more_unknown);
 		fprintf(out, "\n");
 	}
-	fprintf(out, "name: %s\nmodel:\n", o->name);
-	if (o->model)
-		fprintf(out, "  preset: %s\n", o->model);
-	else
-		fprintf(out, "  name: %s\n", o->name);
+	/* our options' values as YAML strings (--name "run #2" loaded as
+	 * "run", its comment cut off) */
+	fputs("name: ", out);
+	schema_print_string(out, o->name);
+	fputs("\nmodel:\n", out);
+	fputs(o->model ? "  preset: " : "  name: ", out);
+	schema_print_string(out, o->model ? o->model : o->name);
+	fputs("\n", out);
 	put_section(out, im, "model", 2);
-	fprintf(out, "system: {preset: %s, nodes: %ld}\nframework:\n"
-		"  preset: megatron-core\n", o->system, nodes);
+	fputs("system: {preset: ", out);
+	schema_print_string(out, o->system);
+	fprintf(out, ", nodes: %ld}\nframework:\n  preset: megatron-core\n",
+		nodes);
 	put_section(out, im, "framework", 2);
 	fprintf(out, "training:\n");
 	put_section(out, im, "training", 2);
@@ -741,6 +789,31 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *mapping)
 	return CLI_OK;
 }
 
+/* Whether argv[i] is the value of one of our options given as the word
+ * before it (--name NAME; getopt_long also takes a prefix, --sys), before
+ * a "--" that ends them. */
+static int value_of_ours(char **argv, int i)
+{
+	static const char *const valued[] = { "system", "gpus", "model",
+					      "name" };
+	const char *o;
+	size_t k, len;
+	int j;
+
+	for (j = 1; j < i - 1; j++)
+		if (strcmp(argv[j], "--") == 0)
+			return 0;
+	if (i < 2 || strncmp(argv[i - 1], "--", 2) != 0 ||
+	    strcmp(argv[i - 1], "--") == 0 || strchr(argv[i - 1], '='))
+		return 0;
+	o = argv[i - 1] + 2;
+	len = strlen(o);
+	for (k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+		if (strncmp(valued[k], o, len) == 0)
+			return 1;
+	return 0;
+}
+
 int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 {
 	struct imported *im = arena_alloc(cx->arena, sizeof(*im));
@@ -763,9 +836,12 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	im->dropout[0] = im->dropout[1] = -1;	/* not given */
 	/* The Megatron command line as one string starts with "--" too:
 	 * take a word with a blank in it out before reading our options
-	 * (an empty one too: it is no arguments, not the end of ours). */
+	 * (an empty one too: it is no arguments, not the end of ours), but
+	 * not the value of one of our options (--name "my job" was taken
+	 * for the command line, and the command line for the name). */
 	for (i = 0; i < argc; i++) {
-		if (i > 0 && !line && (strpbrk(argv[i], " \t\n") || !*argv[i]))
+		if (i > 0 && !line && !value_of_ours(argv, i) &&
+		    (strpbrk(argv[i], " \t\n") || !*argv[i]))
 			line = argv[i];
 		else
 			ours[n++] = argv[i];

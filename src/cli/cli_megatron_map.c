@@ -31,16 +31,23 @@ static const struct marg margs[] = {
 	{ "--num-layers", M_INT, "model.num_hidden_layers", NULL, NULL, NULL },
 	{ "--hidden-size", M_INT, "model.hidden_size", NULL, NULL, NULL },
 	{ "--ffn-hidden-size", M_INT, "model.intermediate_size", NULL, NULL,
-	  "default 4 x hidden size, as Megatron" },
+	  "default 4 x hidden size, with --swiglu int(8 x hidden size / 3 / "
+	  "64) x 64, as Megatron" },
 	{ "--num-attention-heads", M_INT, "model.num_attention_heads", NULL,
 	  NULL, NULL },
 	{ "--num-query-groups", M_INT, "model.num_key_value_heads", NULL, NULL,
-	  "with --group-query-attention (ignored without, as Megatron)" },
+	  "with --group-query-attention (ignored without, as Megatron); "
+	  "default 1" },
 	{ "--group-query-attention", M_IGNORED_FLAG, NULL, NULL, NULL,
 	  "enables --num-query-groups" },
 	{ "--kv-channels", M_INT, "model.head_dim", NULL, NULL, NULL },
 	{ "--padded-vocab-size", M_INT, "model.vocab_size", NULL, NULL, NULL },
-	{ "--vocab-size", M_INT, "model.vocab_size", NULL, NULL, NULL },
+	{ "--vocab-size", M_INT, "model.vocab_size", NULL, NULL,
+	  "padded as Megatron: (+ 1 with --tokenizer-type NullTokenizer) up "
+	  "to a multiple of --make-vocab-size-divisible-by x tp; "
+	  "--padded-vocab-size wins" },
+	{ "--make-vocab-size-divisible-by", M_INT, "model.vocab_size", NULL,
+	  NULL, "default 128" },
 	{ "--max-position-embeddings", M_INT, "model.max_position_embeddings",
 	  NULL, NULL, NULL },
 	{ "--swiglu", M_FLAG, "model.hidden_act", "silu", NULL,

@@ -24,6 +24,7 @@
 #include "cli.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +132,12 @@ static int one_opt(void *arg, const char *name, const char *v)
 	else if (strcmp(name, "--tolerance") == 0)
 		return parse_pct("--tolerance", v, &o->tolerance);
 	else if (strcmp(name, "--run") == 0) {
+		/* an id past a long long was saturated to LLONG_MAX and
+		 * "run 9223372036854775807 is not a measure run" named
+		 * another id */
+		errno = 0;
 		o->run = strtoll(v, &end, 10);
-		if (*end || o->run < 1)
+		if (*end || o->run < 1 || errno == ERANGE)
 			return cli_usage_error("validate", "--run: expected a "
 					       "run id, got '%s'", v);
 	} else if (strcmp(name, "--jobs") == 0) {

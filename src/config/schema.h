@@ -231,6 +231,12 @@ int schema_check_table(const struct schema *s, struct diag *d);
 void schema_print_yaml(FILE *out, const struct schema *s, const void *obj,
 		       int indent);
 
+/* Print s as one YAML scalar that loads back as the string s, also as
+ * an item of a flow sequence: plain where it is a safe word (letters,
+ * digits, _ . - / +, not true / null / ...), else double-quoted with
+ * escapes (quote, backslash, control characters, NEL / LS / PS, BOM). */
+void schema_print_string(FILE *out, const char *s);
+
 /* The resolved struct as a cJSON object: quantities as numbers in SI base
  * units (bytes, B/s, s, FLOP/s, Hz), enums as their names, references
  * expanded. NULL when out of memory. Caller frees with cJSON_Delete. */

@@ -80,7 +80,7 @@ static size_t special_char(FILE *out, const unsigned char *p)
 	return 0;
 }
 
-static void print_string(FILE *out, const char *s)
+void schema_print_string(FILE *out, const char *s)
 {
 	const unsigned char *p;
 	size_t n;
@@ -173,8 +173,8 @@ static void print_field(FILE *out, const struct schema_field *f,
 		return;
 	case ST_STRING:
 		fputc(' ', out);
-		print_string(out, *(const char *const *)slot ?
-				  *(const char *const *)slot : "");
+		schema_print_string(out, *(const char *const *)slot ?
+					 *(const char *const *)slot : "");
 		fputc('\n', out);
 		return;
 	case ST_INT_LIST:

@@ -254,7 +254,12 @@ void schema_range_text(const struct schema_field *f, char *buf, size_t n)
 	bound_text(f, f->min, lo, sizeof(lo));
 	bound_text(f, f->max, hi, sizeof(hi));
 	if ((f->flags & SF_ZERO_OFF) && n > 0) {
-		k = (size_t)snprintf(buf, n, "0 (none) or ");
+		char zero[48];
+
+		/* a quantity's 0 with its unit: a bare 0 is "missing unit"
+		 * (units_parse), which the text asked for */
+		bound_text(f, 0, zero, sizeof(zero));
+		k = (size_t)snprintf(buf, n, "%s (none) or ", zero);
 		if (k >= n)
 			return;
 		buf += k;

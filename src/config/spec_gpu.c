@@ -483,6 +483,24 @@ static const struct schema_field gpu_fields[] = {
 		  "shapes (E local experts, N intermediate size a GPU) for "
 		  "which vLLM ships no fused_moe config file "
 		  "(E=..,N=..,device_name=...json) for this GPU" },
+	{ .key = "triton_moe_fp8_block_tuned", .type = ST_INT_LIST,
+	  .offset = OFF(triton_moe_fp8_block_tuned), .min = 1, .max = 1e7,
+	  .flags = SF_OPTIONAL,
+	  .help = "8-tuples, flat [E, N, M_lo, M_hi, BLOCK_SIZE_M, "
+		  "BLOCK_SIZE_N, BLOCK_SIZE_K, num_stages, ...]: vLLM's tuned "
+		  "fused_moe config file for block-scaled fp8 experts of that "
+		  "shape (E local experts, N intermediate size a GPU) on this "
+		  "GPU runs that tile from M_lo to M_hi tokens a step (by the "
+		  "file's nearest key); the engine's Triton kernel "
+		  "(fp8_block_moe_kernel triton, triton_moe_configs) then runs "
+		  "it with as many CTAs an SM as lds_per_cu holds of its "
+		  "stages" },
+	{ .key = "triton_moe_tile_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(triton_moe_tile_Bps), .min = MIN_MEM_BPS,
+	  .flags = SF_OPTIONAL,
+	  .help = "bytes per second one CTA of a triton_moe_fp8_block_tuned "
+		  "tile loads at most (its K loop latency-bound); a wave of a "
+		  "CTAs loads at min(the memory's bandwidth, a x this)" },
 	{ .key = "flashmla_sparse_heads", .type = ST_NUM,
 	  .offset = OFF(flashmla_sparse_heads), .def = "0", .min = 0,
 	  .max = 1024, .flags = SF_WHOLE,
@@ -913,6 +931,14 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 		rc = -1;
 	if (check_softmax_overlap(g, at, d) < 0)
 		rc = -1;
+	if (g->triton_moe_fp8_block_tuned.n % 8) {
+		schema_check_error(d, at, "triton_moe_fp8_block_tuned",
+				   "expected (E, N, M_lo, M_hi, BLOCK_SIZE_M, "
+				   "BLOCK_SIZE_N, BLOCK_SIZE_K, num_stages) "
+				   "8-tuples, a multiple of 8 integers, got "
+				   "%zu", g->triton_moe_fp8_block_tuned.n);
+		rc = -1;
+	}
 	if (gpu_fitted_clock_check(g, at, d) < 0)
 		rc = -1;
 	if (g->triton_moe_untuned.n % 2) {

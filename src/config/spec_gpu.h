@@ -308,6 +308,19 @@ struct gpu_spec {
 						 * intermediate size a GPU) vLLM ships no
 						 * tuned fused_moe config file for on this
 						 * GPU; others are taken to be tuned */
+	struct schema_int_list triton_moe_fp8_block_tuned; /* 8-tuples, flat:
+						 * (E, N, M_lo, M_hi, BLOCK_SIZE_M, _N,
+						 * _K, num_stages): vLLM's tuned fused_moe
+						 * file for block-fp8 experts of that
+						 * (E, N) on this GPU runs that tile from
+						 * M_lo to M_hi tokens (nearest key);
+						 * outside, and
+						 * for shapes not listed, the GPU's own
+						 * tiles */
+	double triton_moe_tile_Bps;		/* B/s, the most one CTA of that tuned
+						 * tile loads (latency-bound: the few
+						 * CTAs of a step of a few tokens); 0 =
+						 * no such bound */
 	double flashmla_sparse_heads;		/* query heads FlashMLA's sparse prefill kernel
 						 * computes a multiple of (engine dsa_kernel:
 						 * flashmla_sparse); 0 = the heads as they are */

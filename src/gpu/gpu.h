@@ -201,6 +201,14 @@ struct gpu_gemm_dtypes {
 				 * counts, as a multiple of the mean rows a
 				 * group gets (a kernel that counts rows it
 				 * does not run); 0 = 1 */
+	double resident;	/* grouped: the kernel's tiles (CTAs) an SM
+				 * holds at once, sharing its math and
+				 * overlapping their fills: a wave is units x
+				 * resident tiles (gpu_grouped.c); 0 = 1 */
+	double tile_Bps;	/* grouped: B/s one tile loads at most (a
+				 * kernel whose tiles are latency-bound: a
+				 * wave of a tiles loads at min(the level,
+				 * a x this)); 0 = no such bound */
 };
 
 struct gpu_cost gpu_gemm_q(const struct gpu_spec *g,

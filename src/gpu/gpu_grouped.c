@@ -111,6 +111,8 @@ struct grouped {
 	double bw_Bps;			/* B/s at the serving level */
 	double unit_flops;		/* FLOP/s per CU/SM */
 	double units;			/* CUs/SMs */
+	double per_unit;		/* tiles a unit holds at once (>= 1) */
+	double tile_Bps;		/* B/s, one tile's most loads (0: none) */
 	double wave_overhead_s;		/* s, t_0 */
 	double operand_B;		/* B, D */
 	int overlap_epilogue;		/* see gpu_gemm.c */
@@ -125,12 +127,14 @@ static double group_tiles(const struct gpu_gemm_group *e, double bm,
 	return ceil(e->m / bm) * ceil(e->n / bn);
 }
 
-/* One wave of a tiles whose k averages k_s. */
+/* One wave of a tiles whose k averages k_s: the tiles a unit holds at
+ * once share its math (ceil(a / units) of them on the busiest unit). */
 static double wave_s(const struct grouped *p, double bm, double bn,
 		     double a, double k_s, double tiles)
 {
-	double tc = 2 * bm * bn * k_s / p->unit_flops;
-	double tm = p->operand_B * a / tiles / p->bw_Bps;
+	double tc = ceil(a / p->units) * 2 * bm * bn * k_s / p->unit_flops;
+	double tm = p->operand_B * a / tiles /
+		    gpu_wave_bandwidth_Bps(p->bw_Bps, p->tile_Bps, a);
 	double te = a * bm * bn * p->b_out / p->bw_Bps;
 
 	if (p->overlap_epilogue)
@@ -154,6 +158,7 @@ static double plan_shape(const struct grouped *p, double bm, double bn)
 {
 	double tiles = 0, total = 0, in_wave = 0, k_sum = 0, k_max = 0;
 	double last = 0;		/* tiles in the last wave */
+	double cap = p->units * p->per_unit;	/* tiles a wave holds */
 	size_t i;
 
 	for (i = 0; i < p->n; i++)
@@ -164,13 +169,13 @@ static double plan_shape(const struct grouped *p, double bm, double bn)
 		double left = group_tiles(&p->g[i], bm, bn);
 
 		while (left > 0) {
-			double take = fmin(left, p->units - in_wave);
+			double take = fmin(left, cap - in_wave);
 
 			in_wave += take;
 			left -= take;
 			k_sum += take * p->g[i].k;
 			k_max = fmax(k_max, p->g[i].k);
-			if (in_wave == p->units) {
+			if (in_wave == cap) {
 				total += wave_s(p, bm, bn, in_wave,
 						k_sum / in_wave, tiles);
 				last = in_wave;
@@ -231,8 +236,13 @@ static double cover_tile_m(const struct gpu_gemm_dtypes *q,
  * past its expert's rows finds -1 in block_pid_map and exits (matmul_ogs
  * .py, routing.py; on Hopper with MXFP4 weights the non-persistent
  * kernel runs, "hopper w/ mxfp4 doesn't support TMA", so every block is
- * launched). The empty blocks take the GPU's per-wave overhead, a wave
- * of one a unit: their time. */
+ * launched). vLLM's Triton fused_moe launches the same bound:
+ * cdiv(EM, BLOCK_SIZE_M) row blocks, EM = M + E (BLOCK_SIZE_M - 1) from
+ * moe_align_block_size, capped at M x BLOCK_SIZE_M when M < E, a block
+ * at or past num_tokens_post_padded returning at once (fused_moe.py
+ * fused_moe_kernel; vllm-project/vllm @ 645d18fa). The empty blocks take
+ * the GPU's per-wave overhead, a wave of units x resident blocks: their
+ * time. */
 static double empty_blocks_s(const struct grouped *p,
 			     const struct gpu_gemm_dtypes *q, double bm,
 			     double bn)
@@ -247,7 +257,7 @@ static double empty_blocks_s(const struct grouped *p,
 	m = rows * (q->cover_rows > 0 ? q->cover_rows : 1);
 	launched = m <= e ? ceil(m) : ceil((m - e + 1) / bm) + e - 1;
 	empty = fmax(0, launched - real) * ceil(p->g[0].n / bn);
-	return ceil(empty / p->units) * p->wave_overhead_s;
+	return ceil(empty / (p->units * p->per_unit)) * p->wave_overhead_s;
 }
 
 /* The grouped GEMM at compute dtype dt with operand widths a_B (A), b_B
@@ -262,7 +272,7 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 				    size_t ngroups)
 {
 	struct gpu_cost zero = {0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
-	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0, 0};
+	struct grouped p = {groups, ngroups, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	double flops = 0, out_B = 0, best = -1, ws, comp_s, mem_s, cover;
 	double best_tiles = 0;	/* the kept shape's tiles (persistent
 				 * kernels beside held SMs: gpu_gemm.c) */
@@ -291,6 +301,8 @@ static struct gpu_cost grouped_cost(const struct gpu_spec *g, enum dtype dt,
 	l = cold ? GPU_LEVEL_HBM : gpu_serving_level(g, ws);
 	p.bw_Bps = gpu_level_bandwidth_Bps(g, l);
 	p.units = (double)g->compute_units;
+	p.per_unit = q && q->resident > 1 ? floor(q->resident) : 1;
+	p.tile_Bps = q && q->tile_Bps > 0 ? q->tile_Bps : 0;
 	p.unit_flops = (eff > 0 ? gpu_clock_peak_flops(g, dt) * eff :
 				  gpu_sustained_flops(g, dt)) / p.units;
 	p.wave_overhead_s = g->gemm_tile_overhead_s;

@@ -122,6 +122,13 @@ struct infer_moe {
 				 * (get_default_config's tile); 0 = none */
 	double untuned_eff;	/* ... before the precision is known: the
 				 * engine, GPU and shape allow it */
+	double tuned[6];	/* vLLM's Triton fused_moe on block-fp8
+				 * experts with a tuned file naming a tile
+				 * for small batches (gpu triton_moe_fp8_
+				 * block_tuned): [0], [1] the fewest and
+				 * most tokens it runs it at ([1] 0: none),
+				 * [2..4] its BLOCK_SIZE_M, _N, _K, [5] its
+				 * num_stages */
 	double triton_rate;	/* the engine runs them with vLLM's Triton
 				 * fused_moe: the GPU's
 				 * triton_moe_fp8_block_rate; else 1 */

@@ -108,6 +108,11 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	struct gpu_gemm_dtypes q;
 	size_t n = (size_t)fmax(1, fmin(round(op->groups),
 					INFER_MAX_EXPERT_GROUPS)), i;
+	const struct infer_moe *e = &d->moe;
+	/* the step's tokens (vLLM's M: rows x E / (k x local)) */
+	double tokens = e->topk > 0 && e->local > 0 ?
+			op->m * e->experts / (e->topk * e->local) : op->m;
+	int64_t tuned_m = (int64_t)e->tuned[2];
 
 	q.compute = d->moe.compute;
 	q.a_B = d->moe.gemm_a_B;
@@ -154,6 +159,31 @@ static struct gpu_cost grouped_cost(const struct infer_op *op,
 	q.min_tile_m = d->moe.cutlass && d->moe.weight == d->moe.compute &&
 		       !d->moe.quant_in_op ?
 		       g->cutlass_moe_tile_m[d->moe.compute] : 0;
+	q.resident = 0;
+	q.tile_Bps = 0;
+	/* block-fp8 experts in vLLM's Triton fused_moe where its tuned
+	 * file names a small-batch tile (gpu triton_moe_fp8_block_tuned):
+	 * that tile alone between its fewest and most tokens, over the
+	 * kernel's whole
+	 * grid (gpu_grouped.c empty_blocks_s), as many CTAs an SM as its
+	 * shared memory holds of the tile's num_stages A and B stages
+	 * (Triton's pipeliner buffers each stage: stages x (BM BK a_B +
+	 * BK BN b_B) bytes a CTA) */
+	if (d->moe.block_rate < 1 && e->tuned[1] > 0 &&
+	    tokens >= e->tuned[0] && tokens <= e->tuned[1] && tuned_m > 0) {
+		double stage_B = e->tuned[5] * (e->tuned[2] * e->tuned[4] *
+						q.a_B + e->tuned[4] *
+						e->tuned[3] * q.b_B);
+
+		q.tile_m = &tuned_m;
+		q.ntile_m = 1;
+		q.tile_n = e->tuned[3];
+		q.tile_cover = 1;
+		q.cover_rows = 1;
+		q.resident = stage_B > 0 ?
+			     fmax(1, floor(g->lds_per_cu_B / stage_B)) : 1;
+		q.tile_Bps = g->triton_moe_tile_Bps;
+	}
 	for (i = 0; i < n; i++)
 		grp[i] = (struct gpu_gemm_group){op->m / (double)n, op->n, op->k};
 	return gpu_grouped_gemm_q(g, &q, grp, n);
@@ -275,6 +305,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 		q.tile_n = 0;
 		q.tile_cover = 0;
 		q.cover_rows = 0;
+		q.resident = 0;
+		q.tile_Bps = 0;
 		return gpu_gemm_q(g, &q, op->m, op->n, op->k, op->batch);
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);

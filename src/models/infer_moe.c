@@ -239,6 +239,32 @@ static double triton_untuned(const struct engine_spec *en,
 	return 0;
 }
 
+/* vLLM's Triton fused_moe on block-fp8 experts reads its tile from the
+ * tuned file for (E, N, device) (try_get_optimal_moe_config: the entry
+ * of the nearest key to M, the step's tokens), else get_default_config's
+ * BLOCK_SIZE_M 64 x block_shape. Where the GPU lists the shape with a
+ * small-batch tile (triton_moe_fp8_block_tuned), that tile and the
+ * tokens it runs at into e->tuned; else e->tuned[1] stays 0. */
+static void triton_fp8_tuned(const struct engine_spec *en,
+			     const struct gpu_spec *g, struct infer_moe *e)
+{
+	const struct schema_int_list *u = &g->triton_moe_fp8_block_tuned;
+	double n_gpu = e->etp > 0 ? e->ffn / e->etp : e->ffn;
+	size_t i, k;
+
+	memset(e->tuned, 0, sizeof(e->tuned));
+	if (!en || !en->triton_moe_configs ||
+	    en->fp8_block_moe_kernel != ENGINE_FP8_BLOCK_MOE_TRITON)
+		return;
+	for (i = 0; i + 7 < u->n; i += 8)
+		if (fabs((double)u->v[i] - e->local) < 0.5 &&
+		    fabs((double)u->v[i + 1] - n_gpu) < 0.5) {
+			for (k = 0; k < 6; k++)
+				e->tuned[k] = (double)u->v[i + 2 + k];
+			return;
+		}
+}
+
 void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		    struct infer_dims *d)
 {
@@ -293,6 +319,7 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 		      (j->moe.dispatcher->mode == EP_FORWARD ||
 		       j->moe.dispatcher->mode == EP_DIRECT);
 	e->untuned_eff = triton_untuned(s->engine, g, e);
+	triton_fp8_tuned(s->engine, g, e);
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
 	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&

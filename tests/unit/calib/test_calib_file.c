@@ -2,7 +2,8 @@
  * test_calib_file.c - a calibration file holds its fitted values bit for
  * bit: the overlay (values with units, read by units_parse) and the
  * params list (SI numbers, read by strtod) give back the identical
- * doubles `llmsim calibrate` fitted.
+ * doubles `llmsim calibrate` fitted; its run names and system load
+ * back as written, whatever their characters.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,9 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/arena.h"
 #include "base/diag.h"
 #include "base/units.h"
 #include "calib/calib.h"
+#include "config/config.h"
 #include "config/schema.h"
 
 /* The text after "needle" in s, up to the first of stop (a copy). */
@@ -56,6 +59,7 @@ Test(calib_file, fitted_values_read_back_exactly)
 				    .par = par, .npar = 2 };
 	struct calib_result res = { .corr = corr, .dof = 2 };
 	struct diag d;
+	static const char *const runs[] = { "measure run 1 in db" };
 	char path[] = "/tmp/llmsim-calib-XXXXXX", text[4096], v[64];
 	const char *why = NULL;
 	double got;
@@ -66,8 +70,8 @@ Test(calib_file, fitted_values_read_back_exactly)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	diag_init(&d, stderr);
-	cr_assert_eq(calib_file_write(path, &pb, &res, "db", "measure run 1",
-				      "test", &d), 0);
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", runs, 1, "test",
+				      &d), 0);
 	f = fopen(path, "r");
 	cr_assert_not_null(f);
 	n = fread(text, 1, sizeof(text) - 1, f);
@@ -168,4 +172,101 @@ Test(calib_file, a_set_names_the_parameter_it_replaces)
 					    ".sustained=0.5"));
 	cr_assert_null(calib_file_set_names(&f, "system.", "model.scale_up"
 					    ".link.sustained=0.5"));
+}
+
+Test(calib_file, odd_run_names_and_system_load_back)
+{
+	/*
+	 * The fitted_on items name the database's real path, which may hold
+	 * any byte but NUL. Written bare into a flow list, "a, b]/x.db"
+	 * ended the list at its ']' (and split it at its ", "): the file did
+	 * not load ("did not find expected key"), so the system that names
+	 * it failed. A newline ended the comment line that repeats it. Each
+	 * item and the system now read back as exactly what was written.
+	 */
+	static const char *const runs[] = {
+		"measure run 1 in /tmp/a, b]/x.db",
+		"measure run 2 in /tmp/\"q\" #x: {y}\n\\z.db",
+		"measure run 3 in /tmp/plain.db",
+	};
+	struct calib_param par = { .key = "scale_up.link.sustained",
+				   .type = ST_NUM, .lo = 0, .hi = 1,
+				   .start = 0.77, .value = 0.5,
+				   .stderr_ = 0.01, .ci_lo = 0.48,
+				   .ci_hi = 0.52 };
+	double corr[1] = { 1 };
+	struct calib_problem pb = { .system = "my sys: x.yaml", .npts = 4,
+				    .par = &par, .npar = 1 };
+	struct calib_result res = { .corr = corr, .dof = 3 };
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = { &a, &d, NULL };
+	struct calib_file f;
+	char path[] = "/tmp/llmsim-calib-XXXXXX";
+	const char *db = "/tmp/a, b]\n/x.db";
+	int fd = mkstemp(path);
+	size_t i;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	arena_init(&a);
+	diag_init(&d, stderr);
+	cr_assert_eq(calib_file_write(path, &pb, &res, db, runs, 3, "test",
+				      &d), 0);
+	cr_assert_eq(calib_file_load(&cx, path, &f), 0);
+	unlink(path);
+	cr_assert_str_eq(f.system, pb.system);
+	cr_assert_eq(f.nfitted, 3);
+	for (i = 0; i < 3; i++)
+		cr_assert_str_eq(f.fitted_on[i], runs[i], "item %zu", i);
+	cr_assert_eq(f.npar, 1);
+	cr_assert_eq(f.par[0].value, 0.5);
+	arena_release(&a);
+}
+
+Test(calib_file, a_key_given_twice_is_refused)
+{
+	/*
+	 * `calibrate --params K,K` wrote K twice: the fit moved one copy,
+	 * the other kept its start, and the overlay (the first) applied the
+	 * start. Such a file (written before the CLI refused it) is refused
+	 * at the second key, so a system that names it fails instead of
+	 * running with the unfitted value and the fitted one's band.
+	 */
+	struct calib_param par[2] = {
+		{ .key = "scale_up.link.sustained", .type = ST_NUM, .lo = 0,
+		  .hi = 1, .start = 0.77, .value = 0.77, .stderr_ = 0,
+		  .ci_lo = 0.77, .ci_hi = 0.77 },
+		{ .key = "scale_up.link.sustained", .type = ST_NUM, .lo = 0,
+		  .hi = 1, .start = 0.77, .value = 0.548, .stderr_ = 0.0026,
+		  .ci_lo = 0.542, .ci_hi = 0.553 },
+	};
+	double corr[4] = { 1, 0, 0, 1 };
+	struct calib_problem pb = { .system = "cpu-host", .npts = 17,
+				    .par = par, .npar = 2 };
+	struct calib_result res = { .corr = corr, .dof = 15 };
+	static const char *const runs[] = { "measure run 1 in db" };
+	struct arena a;
+	struct diag d;
+	struct config_ctx cx = { &a, &d, NULL };
+	struct calib_file f;
+	char path[] = "/tmp/llmsim-calib-XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	arena_init(&a);
+	diag_init(&d, NULL);
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", runs, 1, "test",
+				      &d), 0);
+	cr_assert_eq(calib_file_load(&cx, path, &f), -1);
+	unlink(path);
+	cr_assert_eq(d.errors, 1);
+	/* one key: loads */
+	pb.npar = 1;
+	cr_assert_eq(calib_file_write(path, &pb, &res, "db", runs, 1, "test",
+				      &d), 0);
+	cr_assert_eq(calib_file_load(&cx, path, &f), 0);
+	unlink(path);
+	arena_release(&a);
 }

@@ -6,6 +6,7 @@
  * is a warning with the modeled key it may be a typo of.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -709,5 +710,42 @@ Test(hf_model, hub_cache_path_names_the_repo_not_the_commit)
 		m = load(path);
 		cr_assert_str_eq(m->name, sub[i][1], "%s", path);
 	}
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, tie_word_embeddings_absent_is_the_config_class_default)
+{
+	/*
+	 * config.json leaves out a key equal to its config class's default
+	 * (transformers PretrainedConfig.to_diff_dict): GemmaConfig,
+	 * Gemma2Config and Gemma3TextConfig tie by default, so google's
+	 * gemma-7b config.json has no tie_word_embeddings, and llmsim's
+	 * false gave it a second 256000 x 3072 head. Absent: true for those
+	 * three model_types, false for llama (LlamaConfig's False) and for
+	 * none; a given value stands either way.
+	 */
+	static const char *const types[] = { "gemma", "gemma2",
+					     "gemma3_text", "llama", NULL };
+	static const int want[] = { 1, 1, 1, 0, 0 };
+	char dir[64], path[256], text[512];
+	const struct model_spec *m;
+	size_t i;
+
+	for (i = 0; i < 5; i++) {
+		snprintf(text, sizeof(text), "{%s%s%s \"hidden_size\": 1024,"
+			 " \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+			 " \"intermediate_size\": 4096, \"vocab_size\": 1000}",
+			 types[i] ? "\"model_type\": \"" : "",
+			 types[i] ? types[i] : "", types[i] ? "\"," : "");
+		m = load(write_json(dir, path, text));
+		cr_assert_eq(m->tie_word_embeddings, want[i], "%s",
+			     types[i] ? types[i] : "(none)");
+		tmpdir_remove(dir);
+	}
+	m = load(write_json(dir, path, "{\"model_type\": \"gemma\","
+		" \"tie_word_embeddings\": false, \"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000}"));
+	cr_assert_eq(m->tie_word_embeddings, 0);
 	tmpdir_remove(dir);
 }

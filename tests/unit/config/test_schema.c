@@ -335,9 +335,13 @@ Test(schema, zero_off_floor)
 	cr_assert_eq(load_as(&floor_schema, "bw: 1 GB/s\n", &v), 0);
 	cr_assert_eq(v, 1e9);
 	cr_assert_eq(load_as(&floor_schema, "bw: 1 B/s\n", &v), -1);
+	/* the 0 with a unit: the bare "0" the text said is "missing unit"
+	 * to the unit parser */
 	cr_assert_has(capture_text(&C), "t.yaml:1:5: error: 'bw': expected 0 "
-		      "(none) or a bandwidth from 1 GB/s to 1000 GB/s, got "
-		      "'1 B/s'");
+		      "GB/s (none) or a bandwidth from 1 GB/s to 1000 GB/s, "
+		      "got '1 B/s'");
+	cr_assert_eq(load_as(&floor_schema, "bw: 0\n", &v), -1);
+	cr_assert_has(capture_text(&C), "missing unit");
 	cr_assert_eq(load_as(&floor_schema, "bw: 999 MB/s\n", &v), -1);
 	cr_assert_eq(load_as(&floor_schema, "bw: 2 TB/s\n", &v), -1);
 	cr_assert_eq(schema_check_table(&floor_schema, &C.d), 0);

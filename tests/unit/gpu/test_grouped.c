@@ -508,3 +508,74 @@ Test(gpu, grouped_rule_kernel_launches_its_worst_case_grid)
 	cr_assert(gpu_fixture_near(t5 - t, 2e-6, 1e-6), "t %g t5 %g", t, t5);
 	cr_assert(gpu_fixture_near(t8 - t, 3e-6, 1e-6), "t %g t8 %g", t, t8);
 }
+
+/*
+ * Tiles an SM holds at once (resident: vLLM's Triton fused_moe at BLOCK
+ * 16 x 128 x 128, num_stages 3, 54 KiB a CTA, four to an H200 SM): a wave
+ * is units x resident tiles, which share the unit's math and pay one t_0.
+ * The toy (100 units at 1 TFLOP/s, 5e12 B/s, 1 us a wave), the 16 x 128
+ * tile alone (tile_cover), 100 experts of 16 rows, n 1280 (10 column
+ * blocks), k 4096: 1000 tiles; operands D = 100 x (16 x 4096 x 2 + 4096 x
+ * 1280 x 0.53125) = 291.6352 MB.
+ *   resident 0 (one a unit): 10 waves of 100: t_c = 2 x 16 x 128 x 4096 /
+ *     1e12 = 16.777 us, t_m = D / 10 / 5e12 = 5.833 us (under t_c), t_e =
+ *     100 x 16 x 128 x 2 / 5e12 = 0.082 us: 10 x 17.859 = 178.59 us; the
+ *     grid's empty blocks (M = 1600 over 100 experts: ceil(1501 / 16) + 99
+ *     = 193 row blocks, 93 empty x 10 columns = 930) take 10 waves: 188.59
+ *   resident 4: waves of 400, 400, 200: t_c 4 and 2 x 16.777, t_m D x 0.4
+ *     / 5e12 = 23.33 and 11.665 us (under), t_e 0.328 and 0.164: 2 x
+ *     (1 + 67.109 + 0.328) + (1 + 33.554 + 0.164) = 171.59 us, the 930
+ *     empty blocks 3 waves: 174.59 us, 14 us (7 + 7 waves of t_0) less.
+ */
+Test(gpu, grouped_resident_tiles_share_a_wave)
+{
+	static const int64_t tm[] = {16};
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = rule_q(tm, 1);
+	struct gpu_gemm_group e[100];
+	double t1, t4;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 100; i++)
+		e[i] = (struct gpu_gemm_group){16, 1280, 4096};
+	t1 = gpu_grouped_gemm_q(&g, &q, e, 100).time_s;
+	cr_assert(gpu_fixture_near(t1, 188.59e-6, 1e-4), "got %g s", t1);
+	q.resident = 4;
+	t4 = gpu_grouped_gemm_q(&g, &q, e, 100).time_s;
+	cr_assert(gpu_fixture_near(t4, 174.59e-6, 1e-4), "got %g s", t4);
+	cr_assert(gpu_fixture_near(t1 - t4, 14e-6, 1e-6), "%g", t1 - t4);
+}
+
+/*
+ * One tile's most bandwidth (tile_Bps): a wave of a tiles loads at
+ * min(the level, a x tile_Bps). The toy, the 16 x 128 tile, 4 experts of
+ * 16 rows, n 128, k 4096: 4 tiles, one wave; D = 4 x (16 x 4096 x 2 + 4096
+ * x 128 x 0.53125) = 1,638,400 B.
+ *   no bound: t_m = D / 5e12 = 0.328 us (under t_c 16.777), t_e = 4 x 16 x
+ *     128 x 2 / 5e12 = 0.0033 us: 1 + 16.777 + 0.0033 = 17.780 us
+ *   tile_Bps 1 GB/s: the wave loads at 4 GB/s, t_m = 409.6 us: 1 + 409.6
+ *     + 0.0033 = 410.603 us
+ * Both launch M = 64 rows over 4 experts: ceil(61 / 16) + 3 = 7 row
+ * blocks, 3 empty: one more wave, +1 us.
+ */
+Test(gpu, grouped_tile_bandwidth_bounds_a_thin_wave)
+{
+	static const int64_t tm[] = {16};
+	struct gpu_spec g;
+	struct gpu_gemm_dtypes q = rule_q(tm, 1);
+	struct gpu_gemm_group e[4];
+	double t;
+	int i;
+
+	gpu_fixture_toy(&g);
+	g.gemm_tile_overhead_s = 1e-6;
+	for (i = 0; i < 4; i++)
+		e[i] = (struct gpu_gemm_group){16, 128, 4096};
+	t = gpu_grouped_gemm_q(&g, &q, e, 4).time_s;
+	cr_assert(gpu_fixture_near(t, 18.780e-6, 1e-4), "got %g s", t);
+	q.tile_Bps = 1e9;
+	t = gpu_grouped_gemm_q(&g, &q, e, 4).time_s;
+	cr_assert(gpu_fixture_near(t, 411.603e-6, 1e-4), "got %g s", t);
+}

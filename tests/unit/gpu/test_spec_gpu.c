@@ -364,6 +364,24 @@ Test(spec_gpu, check_rejects_unpaired_untuned_moe_shapes)
 	expect_rejected(&g, say);
 }
 
+/* triton_moe_fp8_block_tuned holds (E, N, M_lo, M_hi, BLOCK_SIZE_M, _N,
+ * _K, num_stages) 8-tuples: nine integers are not. */
+Test(spec_gpu, check_rejects_partial_tuned_moe_tiles)
+{
+	static const char *const say[] = {"triton_moe_fp8_block_tuned",
+					  "8-tuples", "got 9", NULL};
+	static int64_t v[] = {256, 256, 1, 768, 16, 128, 128, 3, 256};
+	struct gpu_spec g;
+	char buf[1024] = "";
+
+	minimal(&g);
+	g.triton_moe_fp8_block_tuned.v = v;
+	g.triton_moe_fp8_block_tuned.n = 8;
+	cr_assert_eq(check(&g, buf, sizeof(buf)), 0, "%s", buf);
+	g.triton_moe_fp8_block_tuned.n = 9;
+	expect_rejected(&g, say);
+}
+
 /* fitted_clock (spec_gpu_clock.c): the clock of the tables a key was
  * fitted on. It changes no value at load (an efficiency fitted at its
  * tables' clock holds at any; a fixed time is scaled at use), it lies at

@@ -280,3 +280,106 @@ Test(infer_moe_fp8, sglang_triton_experts_unless_deepep_dispatches)
 	cr_assert(!d.moe.deepgemm);
 	cr_assert_float_eq(d.moe.block_rate, 0.326, 1e-12);
 }
+
+static double tuned_gate_up_at(double tokens, int configs,
+			       const char *tuned);
+
+/* expert_gate_up of DeepSeek-V3 at TP 8 on 8 H200 (ep 1: 256 local
+ * experts, N 2048 / 8 = 256 a GPU, gate_up 512 columns) in a decode step
+ * of `tokens` sequences, under vLLM with or without its tuned files. */
+static double tuned_gate_up_s(double tokens, int configs)
+{
+	return tuned_gate_up_at(tokens, configs, NULL);
+}
+
+/* The same with gpu triton_moe_fp8_block_tuned set to `tuned` (NULL:
+ * h200.yaml's). */
+static double tuned_gate_up_at(double tokens, int configs,
+			       const char *tuned)
+{
+	char batch[64];
+	const char *vl[] = {"serving.engine=vllm", "parallelism.tp=8",
+			    "parallelism.dp=1", "parallelism.ep=1",
+			    "parallelism.attention_dp=false", "phase=decode",
+			    "serving.input_len=1000", batch,
+			    "serving.engine.triton_moe_configs=true",
+			    tuned};
+	size_t n = sizeof(vl) / sizeof(vl[0]) - (tuned ? 0 : 1);
+	struct infer_dims d;
+	struct infer_ops o;
+	struct arena a;
+	struct job_spec *j;
+	double t;
+
+	snprintf(batch, sizeof(batch), "serving.batch=%g", tokens);
+	if (!configs)
+		vl[8] = "serving.engine.triton_moe_configs=false";
+	arena_init(&a);
+	j = fixture_load_job(&a, DSV3, vl, n);
+	fixture_infer_moe_ops(DSV3, vl, n, tokens, &d, &o);
+	cr_assert_float_eq(d.moe.tuned[1], !configs ? 0 : tuned ? 64 : 768,
+			   1e-9);
+	t = fixture_infer_op_time_s(&o, &d, j->system->gpu, "expert_gate_up");
+	arena_release(&a);
+	return t;
+}
+
+/*
+ * vLLM's tuned file for these experts on H200 (E=256,N=256,NVIDIA_H200,
+ * fp8_w8a8, block [128,128]: h200.yaml triton_moe_fp8_block_tuned) runs a
+ * 16 x 128 x 128 tile, 3 stages, up to 768 tokens (nearest key 512),
+ * 64-row tiles from 1024; without the file (triton_moe_configs false, as
+ * get_default_config) the GPU's own tiles at every M.
+ *   256 tokens: 2048 rows, 8 an expert. The 16-row tile streams the
+ *     weights: 256 x 512 x 7168 x (1 + 4 / 128^2) B = 939.8 MB and the
+ *     rows 2048 x 7168 x (1 + 4 / 128) B = 15.1 MB at 4.8 TB/s x 0.87 =
+ *     4.176 TB/s: 228.7 us; 1024 tiles in 2 waves of 132 x 4 (54 KiB a
+ *     CTA: four in 228 KiB), 448 empty blocks (ceil(1793 / 16) + 255 = 368
+ *     row blocks, 112 empty x 4 columns) in one: 3 us of t_0, plus the
+ *     eager launch (5 us) and the kernel's overhead: under 240 us. On
+ *     64-row tiles (8 rows padded to 64: compute at the block rate) it
+ *     read 289 us: the tuned tile is more than 15 % cheaper.
+ *   768 tokens: still the tuned tile (cheaper than the GPU's own).
+ *   1024 tokens: the file's 64-row entry: exactly the GPU's tiles.
+ *   1 token: 8 experts, 32 CTAs in one wave, each loading at most
+ *     triton_moe_tile_bandwidth 22.8 GB/s: 8 x 512 x 7168 x 1.000244 B =
+ *     29.37 MB at 32 x 22.8 = 729.6 GB/s = 40.25 us (the memory's 4.176
+ *     TB/s would take 7.0 us), plus t_0, launch, overhead: 40.25-47.5 us.
+ */
+Test(infer_moe_fp8, vllm_tuned_file_runs_16_row_tiles_up_to_768_tokens)
+{
+	double t256 = tuned_gate_up_s(256, 1), u256 = tuned_gate_up_s(256, 0);
+	double t768 = tuned_gate_up_s(768, 1), u768 = tuned_gate_up_s(768, 0);
+	double t1024 = tuned_gate_up_s(1024, 1);
+	double u1024 = tuned_gate_up_s(1024, 0), t1 = tuned_gate_up_s(1, 1);
+
+	cr_assert_geq(t256, 228.7e-6, "%g", t256);
+	cr_assert_lt(t256, 240e-6, "%g", t256);
+	cr_assert_lt(t256, 0.85 * u256, "%g %g", t256, u256);
+	cr_assert_lt(t768, u768, "%g %g", t768, u768);
+	cr_assert_float_eq(t1024, u1024, 1e-12);
+	cr_assert_geq(t1, 40.25e-6, "%g", t1);
+	cr_assert_lt(t1, 47.5e-6, "%g", t1);
+}
+
+/*
+ * A file whose small-batch tile starts above one token (vLLM's E=128,
+ * N=768 H200 file: BLOCK_SIZE_M 64 at keys 1 and 2, 16 from 4): the
+ * 8-tuple's M_lo. The DeepSeek-V3 job with the tuple set to run 16 x 128
+ * x 128 only from 8 to 64 tokens: at 4 tokens (below M_lo) and at 128
+ * (above M_hi) the experts run the GPU's own tiles, exactly as without
+ * the file; at 8 and 64 the tuned tile (cheaper: 8 tokens are 64 rows on
+ * at most 64 experts, one row each, which the 64-row tiles pad 64-fold).
+ */
+Test(infer_moe_fp8, vllm_tuned_tile_only_between_its_token_bounds)
+{
+	const char *t = "system.gpu.triton_moe_fp8_block_tuned="
+			"[256, 256, 8, 64, 16, 128, 128, 3]";
+
+	cr_assert_float_eq(tuned_gate_up_at(4, 1, t), tuned_gate_up_s(4, 0),
+			   1e-12);
+	cr_assert_float_eq(tuned_gate_up_at(128, 1, t),
+			   tuned_gate_up_s(128, 0), 1e-12);
+	cr_assert_lt(tuned_gate_up_at(8, 1, t), tuned_gate_up_s(8, 0));
+	cr_assert_lt(tuned_gate_up_at(64, 1, t), tuned_gate_up_s(64, 0));
+}

@@ -35,6 +35,42 @@ void serve_fixture_arrive(struct serve_inst *in, struct serve_req *req,
 	cr_assert_eq(rq_push_back(&in->waiting, i), 0);
 }
 
+void serve_fixture_adp_open(struct arena *a, struct serve *s,
+			    struct serve_inst *in, const char *path,
+			    const char *const *sets, size_t nsets, int chunked,
+			    struct serve_req *req, const int64_t *prompt,
+			    int64_t n)
+{
+	int64_t i;
+
+	arena_init(a);
+	memset(s, 0, sizeof(*s));
+	s->job = fixture_load_job(a, path, sets, nsets);
+	s->req = req;
+	s->nreq = n;
+	memset(in, 0, sizeof(*in));
+	in->role = ROLE_BOTH;
+	in->pages = in->free_pages = 1000;
+	in->block = 16;
+	in->max_seqs = 8;
+	in->max_tokens = 2 * 2048;
+	in->adp = 2;
+	in->chunked = chunked;
+	in->chunked_req = -1;
+	in->pp = 1;
+	in->tag = 1;
+	for (i = 0; i < n; i++)
+		serve_fixture_arrive(in, req, i, prompt[i]);
+}
+
+void serve_fixture_adp_close(struct arena *a, struct serve_inst *in)
+{
+	rq_release(&in->waiting);
+	mem_free(in->running);
+	mem_free(in->pend);
+	arena_release(a);
+}
+
 void serve_fixture_close(struct serve_fixture *f)
 {
 	serve_teardown(&f->s);

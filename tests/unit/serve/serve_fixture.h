@@ -37,4 +37,23 @@ void serve_fixture_run(const char *path, const char *const *sets, size_t n,
 void serve_fixture_arrive(struct serve_inst *in, struct serve_req *req,
 			  int64_t i, int64_t prompt);
 
+/*
+ * An instance of two attention-DP ranks for the tests that drive the
+ * scheduler by hand (serve_schedule): a (initialized here; release with
+ * serve_fixture_adp_close) holds s's job, the one at path with the --set
+ * overrides sets[0..nsets); `in` is role both, a pool of 1000 pages of
+ * 16 tokens (it holds everything), 8 sequences and 2 x 2048 tokens a
+ * step (serve_setup.c: the engine's chunked_prefill_size a rank), one
+ * stage, step tag 1, chunked prefill as `chunked`; the n requests req[]
+ * with prompts prompt[] wait at t = 0 (serve_fixture_arrive). The
+ * per-rank arrays a scheduler needs are the caller's.
+ */
+void serve_fixture_adp_open(struct arena *a, struct serve *s,
+			    struct serve_inst *in, const char *path,
+			    const char *const *sets, size_t nsets, int chunked,
+			    struct serve_req *req, const int64_t *prompt,
+			    int64_t n);
+/* Free what serve_fixture_adp_open and the scheduler allocated. */
+void serve_fixture_adp_close(struct arena *a, struct serve_inst *in);
+
 #endif

@@ -26,42 +26,16 @@ static void group_is(const struct infer_batch *b, int k, double count,
 	cr_assert_float_eq(b->g[k].rank_count, mine, 1e-12, "group %d", k);
 }
 
-/* Instance `in` of s (job from L8 with sets), two attention-DP ranks, a
- * pool that holds everything, and the four requests req[] with prompts
- * prompt[] waiting at t = 0, 10 output tokens each. */
+/* Instance `in` of s (job from L8 with sets; serve_fixture_adp_open),
+ * two attention-DP ranks, a pool that holds everything, and the four
+ * requests req[] with prompts prompt[] waiting at t = 0, 10 output
+ * tokens each. */
 static void adp_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 		      struct serve_req *req, const int64_t *prompt,
 		      const char **sets, int nsets, int chunked)
 {
-	int64_t i;
-
-	arena_init(a);
-	memset(s, 0, sizeof(*s));
-	s->job = fixture_load_job(a, L8, sets, nsets);
-	s->req = req;
-	s->nreq = 4;
-	memset(in, 0, sizeof(*in));
-	in->role = ROLE_BOTH;
-	in->pages = in->free_pages = 1000;
-	in->block = 16;
-	in->max_seqs = 8;
-	in->max_tokens = 2 * 2048;
-	in->adp = 2;
-	in->chunked = chunked;
-	in->chunked_req = -1;
-	in->pp = 1;
-	in->tag = 1;
-	for (i = 0; i < 4; i++)
-		serve_fixture_arrive(in, req, i, prompt[i]);
-}
-
-/* Free what adp_setup and the scheduler allocated. */
-static void adp_teardown(struct arena *a, struct serve_inst *in)
-{
-	rq_release(&in->waiting);
-	mem_free(in->running);
-	mem_free(in->pend);
-	arena_release(a);
+	serve_fixture_adp_open(a, s, in, L8, sets, (size_t)nsets, chunked, req,
+			       prompt, 4);
 }
 
 /*
@@ -132,7 +106,7 @@ Test(serve_adp, trtllm_ranks_and_the_busiest_rank)
 	cr_assert_float_eq(rank.g[0].count, 2, 1e-12);
 	cr_assert_float_eq(rank.g[0].ctx, 200, 1e-12);
 	cr_assert_float_eq(route, 2, 1e-12);	/* 4 tokens / 2 ranks */
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -155,7 +129,7 @@ Test(serve_adp, other_engines_are_not_ranked)
 	cr_assert_eq(b.ranked, 0);
 	for (i = 0; i < 4; i++)
 		cr_assert_eq(req[i].adp_rank, -1);
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -225,7 +199,7 @@ Test(serve_adp, each_rank_admits_against_its_own_pool)
 	cr_assert_eq(b.n, 1);
 	group_is(&b, 0, 1, 100, 0, 1, 1);
 	cr_assert_eq(used[0], 7);
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -283,7 +257,7 @@ Test(serve_adp, a_full_rank_stops_only_its_own_prompts)
 	cr_assert_eq(used[0], 10);
 	cr_assert_eq(used[1], 7);
 	cr_assert_eq(in.free_pages, 20 - 17);
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -316,7 +290,7 @@ Test(serve_adp, the_fetch_is_bounded_by_active_counts)
 	cr_assert_eq(req[3].adp_rank, -1);
 	cr_assert_eq(in.waiting.n, 2);
 	cr_assert_eq(in.npend, 0);
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -371,5 +345,5 @@ Test(serve_adp, balance_holds_contexts_until_every_rank_has_one)
 	cr_assert_float_eq(req[4].first_scheduled_s, 4, 1e-12);
 	cr_assert_float_eq(req[5].first_scheduled_s, 6, 1e-12);
 	cr_assert_float_eq(req[6].first_scheduled_s, 6, 1e-12);
-	adp_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }

@@ -34,43 +34,17 @@ static void adp_arrays(struct arena *a, struct serve_inst *in)
 		in->adp_chunked[i] = -1;
 }
 
-/* Instance `in` of s (L8 under sglang), two attention-DP ranks: the
- * instance's max_tokens 2 x 2048 (serve_setup.c: the engine's
- * chunked_prefill_size a rank), so SGLang's share a rank is
- * 2048 // 2 = 1024; a pool that holds everything; the n requests req[]
- * with prompts prompt[] waiting at t = 0. */
+/* Instance `in` of s (L8 under sglang; serve_fixture_adp_open), two
+ * attention-DP ranks: the instance's max_tokens 2 x 2048, so SGLang's
+ * share a rank is 2048 // 2 = 1024; the n requests req[] with prompts
+ * prompt[] waiting at t = 0. */
 static void dpa_setup(struct arena *a, struct serve *s, struct serve_inst *in,
 		      struct serve_req *req, const int64_t *prompt, int64_t n)
 {
 	const char *sets[] = {"serving.engine=sglang"};
-	int64_t i;
 
-	arena_init(a);
-	memset(s, 0, sizeof(*s));
-	s->job = fixture_load_job(a, L8, sets, 1);
-	s->req = req;
-	s->nreq = n;
-	memset(in, 0, sizeof(*in));
-	in->role = ROLE_BOTH;
-	in->pages = in->free_pages = 1000;
-	in->block = 16;
-	in->max_seqs = 8;
-	in->max_tokens = 2 * 2048;
-	in->adp = 2;
-	in->chunked = 1;
-	in->chunked_req = -1;
+	serve_fixture_adp_open(a, s, in, L8, sets, 1, 1, req, prompt, n);
 	adp_arrays(a, in);
-	in->pp = 1;
-	in->tag = 1;
-	for (i = 0; i < n; i++)
-		serve_fixture_arrive(in, req, i, prompt[i]);
-}
-
-static void dpa_teardown(struct arena *a, struct serve_inst *in)
-{
-	rq_release(&in->waiting);
-	mem_free(in->running);
-	arena_release(a);
 }
 
 /* Run one step at time t: schedule (n marked expected), then end it. */
@@ -145,7 +119,7 @@ Test(serve_dpa, sglang_rank_budget_and_chunks)
 	step(&s, &in, 4, 4, &b);
 	cr_assert_eq(b.n, 1);
 	group_is(&b, 0, 4, 1, (3000 + 3000 + 500 + 500) / 4.0, 0);
-	dpa_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -179,7 +153,7 @@ Test(serve_dpa, sglang_idle_rank_decodes_beside_a_prefill)
 	cr_assert(pre >= 0 && dec >= 0);
 	group_is(&b, pre, 1, 1024, 1024, 1);
 	group_is(&b, dec, 1, 1, 500, 0);
-	dpa_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -242,7 +216,7 @@ Test(serve_dpa, sglang_unchunked_prompts_lead_each_ranks_batch)
 	cr_assert_eq(b.n, 2);
 	group_is(&b, 0, 1, 3000, 0, 1);
 	group_is(&b, 1, 1, 3000, 0, 1);
-	dpa_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -276,7 +250,7 @@ Test(serve_dpa, sglang_ranks_follow_arrival_at_the_instance)
 	group_is(&b, 1, 1, 1024, 0, 1);
 	cr_assert_eq(in.adp_chunked[0], 0);
 	cr_assert_eq(in.adp_chunked[1], 2);
-	dpa_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
 
 /*
@@ -312,5 +286,5 @@ Test(serve_dpa, sglang_ranks_past_256_keep_their_share)
 	step(&s, &in, 2, 1, &b);
 	group_is(&b, 0, 1, 5, 20, 1);
 	cr_assert_eq(in.adp_chunked[0], -1);
-	dpa_teardown(&a, &in);
+	serve_fixture_adp_close(&a, &in);
 }
