@@ -240,7 +240,7 @@ int crun_start(struct crun_set *rs, struct sim *sim, struct flownet *fn,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, view == CRUN_FULL, 0, 0,
 			    done, token, NULL, NULL, 0, 0, 0, NULL, 0, 0,
-			    NULL, 0, 0, NULL, 0 };
+			    NULL, 0, 0, NULL };
 	if (p->nphases == 0)
 		ev = sim_after(sim, 0, finish_ev, r);
 	else
@@ -409,20 +409,35 @@ static void resume(struct crun *r)
 		advance(r);
 }
 
-/* A running replay becomes flows. */
-static void evict_run(struct crun *r)
+/* A running replay lets its links go, its end cancelled (resume() makes
+ * it flows). */
+static void stop_replay(struct crun *r)
 {
 	uint32_t nlinks;
 	const uint32_t *links = plan_links(&r->cp->plan, &nlinks);
 
 	sim_cancel(r->sim, r->end_ev);
 	flow_release(r->fn, links, nlinks, r);
-	resume(r);
+}
+
+/* When replay r's current phase started, in absolute ns (its flows became
+ * variables then in the flow-level run); one between phases: its next
+ * phase's start, later than now. */
+static units_ns_t phase_start(const struct crun *r)
+{
+	uint32_t pending, k = crun_phase_at(r, sim_now(r->sim) - r->t0,
+					    &pending);
+
+	return r->t0 + r->tr->start_ns[k < r->tr->nphases ? k : 0];
 }
 
 /* flow_set_evict() callback: a flow is to start on a replay's link. A
- * pair replay's runs become flows together, in the order the flow-level
- * run made their flows variables (crun_pair.c). */
+ * pair replay's runs become flows together, first the one whose current
+ * phase started first, as the flow-level run made their flows variables
+ * (crun_pair.c ordered(): no two of their phases start at one ns, and one
+ * between phases adopts nothing). Both stop before either resumes: a
+ * resume can end its run at once (every flow_adopt out of memory), and
+ * what that run's end starts must not find the other still a replay. */
 static void evict(void *holder)
 {
 	struct crun *r = holder, *m = r->mate;
@@ -432,15 +447,19 @@ static void evict(void *holder)
 		return;
 	}
 	if (m) {
-		struct crun *first = r->mate_first ? r : m;
+		struct crun *first = phase_start(m) < phase_start(r) ? m : r;
+		struct crun *second = first == r ? m : r;
 
 		r->mate = m->mate = NULL;
 		r->set->pairs_evicted++;
-		evict_run(first);
-		evict_run(first == r ? m : r);
+		stop_replay(first);
+		stop_replay(second);
+		resume(first);
+		resume(second);
 		return;
 	}
-	evict_run(r);
+	stop_replay(r);
+	resume(r);
 }
 
 
@@ -490,7 +509,7 @@ static int replay_detached(struct crun_set *rs, struct sim *sim,
 	*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 			    cp->per_byte ? scale : cp->size_B, 1, 0, 0, done,
 			    token, NULL, NULL, sim_now(sim), 0, 0, NULL, 0,
-			    0, NULL, 0, 0, NULL, 0 };
+			    0, NULL, 0, 0, NULL };
 	r->end_ev = sim_after(sim, tr->total_ns, finish_ev, r);
 	if (!r->end_ev) {
 		mem_free(r);
@@ -572,7 +591,7 @@ static int hold_replay(struct crun_set *rs, struct sim *sim,
 		*r = (struct crun){ rs, NULL, rs->live, sim, fn, cp, scale,
 				    cp->per_byte ? scale : cp->size_B, 1, 0, 0,
 				    done, token, NULL, tr, t0, 0, 0, NULL, 0,
-				    0, NULL, 0, 0, NULL, 0 };
+				    0, NULL, 0, 0, NULL };
 	r->tr = tr;
 	r->t0 = t0;
 	r->hid = ++rs->hid_next;

@@ -89,6 +89,9 @@ struct crun_set {
 	int (*pair_try)(struct crun *r, const struct ctraj *tr);
 	void (*pairs_free)(struct crun_set *rs);
 	struct crun_pairs *pairs;
+	size_t pairs_max_B;	/* bytes the pairs' trajectories may hold
+				 * before no new one is recorded; 0: crun_pair.c
+				 * PAIRS_MAX_B */
 	uint64_t paired, pairs_recorded, pairs_evicted;
 };
 

@@ -37,8 +37,6 @@ struct crun {
 				 * hid_next), the key of set's hc_ state */
 	struct crun *mate;	/* a pair replay's other run while both run
 				 * (crun_pair.c), or NULL */
-	int mate_first;		/* of a pair, the one whose flows the
-				 * flow-level run made variables first */
 };
 
 /* A flow of a recorded run: its done argument. */

@@ -22,8 +22,10 @@
  * host goes on from now on its pair trajectory (its own before dt), the
  * late run replays its own, each holding the links of its plan (those
  * both use stay the host's). While both run, a flow on any of those
- * links evicts both, the host's flows first as the flow-level run made
- * them variables first (crun.c evict); when one ends, the other takes
+ * links evicts both, first the run whose current phase started first,
+ * as the flow-level run made their flows variables (crun.c evict; a pair
+ * with a host and a late phase starting at one ns runs as flows:
+ * ordered()); when one ends, the other takes
  * its shared links and goes on alone; neither hosts guests (their
  * links carry the other's flows). A pair replays only where the
  * flow-level run would do what was recorded: no link of the late run
@@ -37,9 +39,14 @@
 #include "base/mem.h"
 #include "base/mix.h"
 
-/* Pairs kept per engine, at most (a job with as many distinct meetings
- * runs the rest as flows, as before). */
+/* Pairs kept per engine, at most, and the bytes their trajectories may
+ * hold (ctraj_bytes), unless set otherwise (crun_set.pairs_max_B): past
+ * either, a new meeting runs as flows, as before pairs, so memory stays
+ * bounded like the a2a plan cache's (net.c A2A_CACHE_MAX). The 2,048-GPU
+ * pp16 job (workloads/jobs/deepseek-v3-2048-pp16.yaml) keeps 361 pairs in
+ * 0.9 MB; 64 MiB is some 70 times that. */
 #define PAIRS_MAX 65536u
+#define PAIRS_MAX_B ((size_t)64 << 20)
 
 struct pair {
 	const struct ctraj *htr, *rtr;	/* NULL htr: a free slot */
@@ -50,6 +57,7 @@ struct pair {
 struct crun_pairs {
 	struct pair *slot;
 	uint32_t cap, n;
+	size_t bytes;		/* the pairs' trajectories' (ctraj_bytes) */
 };
 
 /* Free the set's pairs (crun_set_release, through rs->pairs_free). */
@@ -103,7 +111,8 @@ static int room(struct crun_set *rs)
 		if (!ps)
 			return -1;
 	}
-	if (ps->n >= PAIRS_MAX)
+	if (ps->n >= PAIRS_MAX ||
+	    ps->bytes >= (rs->pairs_max_B ? rs->pairs_max_B : PAIRS_MAX_B))
 		return -1;
 	if (2 * (ps->n + 1) <= ps->cap)
 		return 0;
@@ -119,6 +128,36 @@ static int room(struct crun_set *rs)
 	ps->slot = ns;
 	ps->cap = ncap;
 	return 0;
+}
+
+/*
+ * Whether an eviction of pair p can put the two runs' flows in the order
+ * the flow-level run has them. That run makes a run's flows variables
+ * when its phase starts, so on a link the run whose current phase
+ * started first has its flows first (maxmin.h: the settle order follows
+ * the link lists); evict() adopts that run first. Where a host phase and
+ * a late phase start at the same ns (the host's at the meeting, dt,
+ * included), the order is that of two events at one ns, which the
+ * trajectories do not say: such a pair runs as flows. Starts as ns after
+ * the host's start; the late run's phase 0 starts at dt.
+ */
+static int ordered(const struct pair *p)
+{
+	const struct ctraj *h = p->host, *l = p->late;
+	uint32_t i = 0, j = 0;
+
+	/* both start_ns lists ascend: merge */
+	while (i < h->nphases && j < l->nphases) {
+		units_ns_t lt = p->dt + (l->start_ns[j] - l->start_ns[0]);
+
+		if (h->start_ns[i] == lt)
+			return 0;
+		if (h->start_ns[i] < lt)
+			i++;
+		else
+			j++;
+	}
+	return 1;
 }
 
 /* The pair k's trajectories, recorded now if new; NULL where they
@@ -150,6 +189,13 @@ static const struct pair *pair_of(struct crun_set *rs,
 		return NULL;
 	}
 	rs->pairs_recorded++;
+	if (!ordered(p)) {
+		ctraj_free(p->host);
+		ctraj_free(p->late);
+		p->host = p->late = NULL;
+		return NULL;
+	}
+	ps->bytes += ctraj_bytes(p->host) + ctraj_bytes(p->late);
 	return p;
 }
 
@@ -212,8 +258,6 @@ static int pair_try(struct crun *r, const struct ctraj *tr)
 	r->hid = ++rs->hid_next;
 	h->mate = r;
 	r->mate = h;
-	h->mate_first = 1;
-	r->mate_first = 0;
 	rs->replays++;
 	rs->paired++;
 	rs->late_flows += r->cp->plan.nflows;

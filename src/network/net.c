@@ -905,6 +905,11 @@ void net_set_pairs(struct net *n, int on)
 	crun_set_pairs(&n->runs, on ? idle_for_pairs : NULL, idle_lost, n);
 }
 
+void net_set_pairs_max_bytes(struct net *n, size_t bytes)
+{
+	n->runs.pairs_max_B = bytes;
+}
+
 void net_set_guests(struct net *n, int on)
 {
 	n->noguests = !on;

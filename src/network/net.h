@@ -32,6 +32,7 @@
 #ifndef LLMSIM_NETWORK_NET_H
 #define LLMSIM_NETWORK_NET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/coll.h"
@@ -124,6 +125,10 @@ void net_set_replay(struct net *n, int on);
 /* Pair replays (network/crun_pair.c; on in a new net): a late run kept
  * from its links by a running replay replays with it as a pair. */
 void net_set_pairs(struct net *n, int on);
+/* The bytes the recorded pairs' trajectories may hold before no new pair
+ * is recorded (its late run then runs as flows); 0: the default,
+ * crun_pair.c PAIRS_MAX_B (tests set a small one). */
+void net_set_pairs_max_bytes(struct net *n, size_t bytes);
 
 /* Let a short flow on a running replay's links be its guest instead of
  * evicting it (1, the default; flow.c says when) or never (0: tests
