@@ -392,6 +392,35 @@ static void assert_same_ends(const struct outcome *a, const struct outcome *b,
 			     (long long)b->end[t], (long long)a->end[t]);
 }
 
+/* A seeded program built three ways: as flows (replay off), replayed
+ * without pairs, and replayed with pairs (o[0], o[1], o[2]; guests on,
+ * as net_new()). */
+typedef struct prog *(*build_fn)(uint64_t, const struct coll_path *);
+
+static void run_three_ways(const struct system_spec *sys, build_fn make_prog,
+			   uint64_t seed, struct outcome o[3])
+{
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		pairs_on = k == 2;
+		run_outcome(sys, make_prog(seed, &fwd_path), k >= 1, 1, &o[k]);
+	}
+	pairs_on = 1;
+}
+
+/* Both replayed runs of run_three_ways() end every task at the flow-level
+ * run's ns; the outcomes are freed. */
+static void assert_three_same_and_free(struct outcome o[3], uint64_t seed)
+{
+	int k;
+
+	for (k = 1; k < 3; k++)
+		assert_same_ends(&o[0], &o[k], seed, k);
+	for (k = 0; k < 3; k++)
+		free(o[k].end);
+}
+
 /* Rounds of an all-to-all over every GPU on a forwarding path (its flows
  * bound on the NICs, the NVLink ports it forwards through with room)
  * and, on another stream, a drawn wait then a small send between two
@@ -560,23 +589,14 @@ Test(net_replay, late_replays_give_the_flow_level_times)
 	sys = system_of(&a);
 	for (seed = 1; seed <= 6; seed++) {
 		struct outcome o[3];
-		int k;
 
-		for (k = 0; k < 3; k++) {
-			pairs_on = k == 2;
-			run_outcome(sys, build_late(seed, &fwd_path), k >= 1,
-				    1, &o[k]);	/* guests on, as net_new() */
-		}
-		pairs_on = 1;
+		run_three_ways(sys, build_late, seed, o);
 		cr_assert_eq(o[0].st.late, 0);
 		cr_assert_eq(o[1].st.paired, 0);
 		late += o[1].st.late;
 		flows += o[1].st.flows;
 		paired += o[2].st.paired;
-		for (k = 1; k < 3; k++)
-			assert_same_ends(&o[0], &o[k], seed, k);
-		for (k = 0; k < 3; k++)
-			free(o[k].end);
+		assert_three_same_and_free(o, seed);
 	}
 	cr_log_info("late replays %llu, flows %llu, pairs %llu",
 		    (unsigned long long)late, (unsigned long long)flows,
@@ -810,22 +830,13 @@ Test(net_replay, pair_replays_give_the_flow_level_times)
 	sys = system_of(&a);
 	for (seed = 1; seed <= 6; seed++) {
 		struct outcome o[3];
-		int k;
 
-		for (k = 0; k < 3; k++) {
-			pairs_on = k == 2;
-			run_outcome(sys, build_pairs(seed, &fwd_path), k >= 1,
-				    1, &o[k]);
-		}
-		pairs_on = 1;
+		run_three_ways(sys, build_pairs, seed, o);
 		cr_assert_eq(o[1].st.paired, 0);
 		paired += o[2].st.paired;
 		recorded += o[2].st.pairs_recorded;
 		evicted += o[2].st.pairs_evicted;
-		for (k = 1; k < 3; k++)
-			assert_same_ends(&o[0], &o[k], seed, k);
-		for (k = 0; k < 3; k++)
-			free(o[k].end);
+		assert_three_same_and_free(o, seed);
 	}
 	cr_log_info("pairs replayed %llu, recorded %llu, evicted %llu",
 		    (unsigned long long)paired, (unsigned long long)recorded,
