@@ -516,6 +516,30 @@ Test(net_replay, guests_give_the_flow_level_times)
 	arena_release(&a);
 }
 
+/* A round's end in build_late() / build_pairs(): on every GPU a compute
+ * task of wait_s[i] after its last task, then the round's collective c
+ * over all GPUs after those; last[] becomes the collective's members. */
+static void waits_then_coll(struct prog *p, task_id last[NGPU],
+			    const double wait_s[NGPU],
+			    const struct task_info *wi, const uint32_t *all,
+			    const struct coll_desc *c,
+			    const struct task_info *ai)
+{
+	task_id w[NGPU], a;
+	uint32_t i;
+
+	for (i = 0; i < NGPU; i++) {
+		w[i] = prog_task(p, i, S_COMPUTE, wait_s[i], wi);
+		if (last[i] != TASK_NONE)
+			prog_dep(p, last[i], w[i]);
+	}
+	a = prog_coll(p, all, NGPU, S_DP, c, ai);
+	for (i = 0; i < NGPU; i++) {
+		prog_dep(p, w[i], a + i);
+		last[i] = a + i;
+	}
+}
+
 /* Rounds of an all-to-all over every GPU on a forwarding path (5 us of
  * setup before its flows start) and, at each all-to-all's end, a send
  * between two GPUs of one node on the NVLink ports the next all-to-all
@@ -551,7 +575,8 @@ static struct prog *build_late(uint64_t seed, const struct coll_path *path)
 					1, TASK_PHASE_NONE };
 		struct task_info pi = { names[2], TASK_COMM, (int32_t)round, 0,
 					TASK_PHASE_NONE };
-		task_id a, x, w[NGPU];
+		task_id x;
+		double wait_s[NGPU];
 
 		/* the send at the last all-to-all's end, the next one a
 		 * drawn wait after it */
@@ -560,17 +585,9 @@ static struct prog *build_late(uint64_t seed, const struct coll_path *path)
 			prog_dep(p, last[pair[0]], x);
 			prog_dep(p, last[pair[1]], x + 1);
 		}
-		for (i = 0; i < NGPU; i++) {
-			w[i] = prog_task(p, i, S_COMPUTE,
-					 (double)(lcg(&seed) % 13) * 1e-6, &wi);
-			if (last[i] != TASK_NONE)
-				prog_dep(p, last[i], w[i]);
-		}
-		a = prog_coll(p, all, NGPU, S_DP, &c, &ai);
-		for (i = 0; i < NGPU; i++) {
-			prog_dep(p, w[i], a + i);
-			last[i] = a + i;
-		}
+		for (i = 0; i < NGPU; i++)
+			wait_s[i] = (double)(lcg(&seed) % 13) * 1e-6;
+		waits_then_coll(p, last, wait_s, &wi, all, &c, &ai);
 	}
 	return p;
 }
@@ -771,7 +788,8 @@ static struct prog *build_pairs(uint64_t seed, const struct coll_path *path)
 					1, TASK_PHASE_NONE };
 		struct task_info pi = { names[2], TASK_COMM, (int32_t)round, 0,
 					TASK_PHASE_NONE };
-		task_id a, x, w[NGPU];
+		task_id x;
+		double wait_s[NGPU];
 
 		b.gpus = back;
 		x = prog_coll(p, pair, 2, S_PP, &s, &pi);
@@ -802,16 +820,9 @@ static struct prog *build_pairs(uint64_t seed, const struct coll_path *path)
 				prog_dep(p, x, y2 + 1);
 			}
 		}
-		for (i = 0; i < NGPU; i++) {
-			w[i] = prog_task(p, i, S_COMPUTE, 3e-6, &wi);
-			if (last[i] != TASK_NONE)
-				prog_dep(p, last[i], w[i]);
-		}
-		a = prog_coll(p, all, NGPU, S_DP, &c, &ai);
-		for (i = 0; i < NGPU; i++) {
-			prog_dep(p, w[i], a + i);
-			last[i] = a + i;
-		}
+		for (i = 0; i < NGPU; i++)
+			wait_s[i] = 3e-6;
+		waits_then_coll(p, last, wait_s, &wi, all, &c, &ai);
 	}
 	return p;
 }
