@@ -39,10 +39,13 @@
  * blocks, sequences, query heads)), so a decode token of a step with
  * prompt tokens is h_q programs of one real row each, and each program
  * loads its KV head's keys itself. The programs of one sequence's query
- * heads lie a whole grid plane of (query block, sequence) apart, the
- * plane reading every decode sequence's keys in between (more than the
- * L2 holds at a serving batch), so each reads from HBM [?: no profile of
- * the L2 hit rate]. Their units are rows_m rows over the kv keys, the
+ * heads lie a grid plane of (query block, sequence) apart, the plane
+ * holding a program of every decode sequence (80 sequences of 2K bf16
+ * keys at 512 B: 84 MB a KV head, twice A100's 40 MB L2), so each is
+ * taken to read from HBM [?: no profile of the hit rate; an adjacent
+ * head's program, dispatched about half the resident CTAs later, may
+ * find part of its keys in L2]. Their units are rows_m rows over the kv
+ * keys, the
  * prompt groups' units as above, one launch, one union:
  *
  *     D_dec = sum count (q h_q (d + d_v) e + kv h_q w e_kv + q h_q 4)
