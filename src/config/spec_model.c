@@ -186,9 +186,10 @@ static const struct schema_field model_fields[] = {
 	{ .key = "tie_word_embeddings", .type = ST_BOOL,
 	  .offset = OFF(tie_word_embeddings), .flags = SF_OPTIONAL,
 	  .help = "LM head shares the input embedding (default: true for "
-		  "model_type gemma, gemma2 and gemma3_text, whose "
-		  "transformers config classes tie by default, so their "
-		  "config.json leaves the key out; else false)" },
+		  "model_type gemma, gemma2, gemma3_text, gpt2, bloom, opt "
+		  "and falcon, whose transformers config classes tie by "
+		  "default, so their config.json leaves the key out; else "
+		  "false)" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
 	{ .key = "mlp_bias", .type = ST_BOOL, .offset = OFF(mlp_bias),
@@ -843,18 +844,12 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
 	/* An absent key is the config class's default, which config.json
-	 * leaves out (PretrainedConfig.to_diff_dict): GemmaConfig,
-	 * Gemma2Config and Gemma3TextConfig tie_word_embeddings True
-	 * (huggingface/transformers @ 008e5743 models/gemma,
-	 * models/gemma2 configuration_*.py; @ 008f5c8c models/gemma3); the
-	 * Llama-family classes llmsim's presets name default False. Loaded
-	 * untied, gemma-7b carried a second 256000 x 3072 head (786 M
-	 * parameters, its optimizer states and gradients). */
+	 * leaves out (PretrainedConfig.to_diff_dict; spec_model_hf.c
+	 * model_tied_by_default). Loaded untied, gemma-7b carried a second
+	 * 256000 x 3072 head (786 M parameters, its optimizer states and
+	 * gradients). */
 	if (m->tie_word_embeddings < 0)
-		m->tie_word_embeddings = m->model_type &&
-			(strcmp(m->model_type, "gemma") == 0 ||
-			 strcmp(m->model_type, "gemma2") == 0 ||
-			 strcmp(m->model_type, "gemma3_text") == 0);
+		m->tie_word_embeddings = model_tied_by_default(m->model_type);
 	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
 		m->mlp_bias = m->model_type &&
 			      strcmp(m->model_type, "gpt_oss") == 0;

@@ -181,6 +181,11 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
  * true. 0, or -1 after reporting each bad value at its file:line:col. */
 int model_check_hf_keys(const struct cnode *map, struct diag *d);
 
+/* Whether Hugging Face model_type's config class ties the LM head to the
+ * embedding when tie_word_embeddings is absent (spec_model_hf.c: GPT-2,
+ * BLOOM, OPT, Falcon and Gemma 1-3 do; the rest llmsim knows do not). */
+int model_tied_by_default(const char *model_type);
+
 /* The rope_scaling and quantization_config sections of model_schema
  * (spec_model_sections.c). */
 extern const struct schema model_rope_schema;

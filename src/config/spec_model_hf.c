@@ -223,3 +223,27 @@ int model_check_hf_keys(const struct cnode *node, struct diag *d)
 		rc = -1;
 	return rc;
 }
+
+/* Hugging Face model types whose config class ties the LM head to the
+ * embedding when config.json leaves tie_word_embeddings out. A class
+ * that sets no default of its own takes PretrainedConfig's True
+ * (huggingface/transformers @ bdf52342 configuration_utils.py
+ * PretrainedConfig.__init__: kwargs.pop("tie_word_embeddings", True)),
+ * which save_pretrained then leaves out of config.json (to_diff_dict
+ * keeps only what differs from PretrainedConfig()): GPT2Config
+ * (@ 1c70522e models/gpt2), BloomConfig (@ 04efa883 models/bloom),
+ * OPTConfig (@ 014674d3 models/opt), FalconConfig (@ 05585536
+ * models/falcon) set none; GemmaConfig, Gemma2Config and
+ * Gemma3TextConfig set True (@ 008e5743 models/gemma, models/gemma2;
+ * @ 008f5c8c models/gemma3). The classes of every other model type
+ * llmsim's presets name (Llama, Mixtral, Qwen3, DeepSeek, ...) set
+ * False. */
+int model_tied_by_default(const char *model_type)
+{
+	static const char *const tied[] = {
+		"gemma", "gemma2", "gemma3_text", "gpt2", "bloom", "opt",
+		"falcon", NULL,
+	};
+
+	return model_type && schema_name_index(tied, model_type) >= 0;
+}
