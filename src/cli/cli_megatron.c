@@ -550,10 +550,17 @@ static int moe_pattern_check(const struct imported *im, struct diag *d)
  * (llmsim: alltoall); "flex" runs moe_flex_dispatcher_backend, "deepep"
  * unless given (--moe-enable-deepep, deprecated, says deepep too); and
  * moe_router_dtype None: the router's GEMM in its input's dtype, the
- * parameters' (router.py gating; llmsim: fp32). */
+ * parameters' (router.py gating; llmsim: fp32). moe_router_topk 2
+ * (transformer_config.py @ d98e8a64dd; llmsim has none: an MoE model
+ * without num_experts_per_tok is an error). moe_ffn_hidden_size None is
+ * ffn_hidden_size (arguments.py validate_args), llmsim's own default for
+ * a model with no model_type: left out. */
 static void moe_defaults(struct imported *im)
 {
 	const char *t = get(im, "(dispatcher)"), *b = get(im, "(flex backend)");
+
+	if (!get(im, "model.num_experts_per_tok"))
+		set(im, "model.num_experts_per_tok", "2");
 
 	if (!t)
 		t = "allgather";
