@@ -911,6 +911,15 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	    moe_pattern_check(im, cx->diag) != 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
 	finish_import(cx->arena, im);
+	/* TransformerConfig moe_grouped_gemm False (@ d98e8a64dd
+	 * moe_module_specs.py: SequentialMLP unless moe_grouped_gemm):
+	 * llmsim has no per-expert loop to simulate */
+	if (get(im, "model.n_routed_experts") && !get(im, "(grouped gemm)"))
+		diag_warn(cx->diag, "megatron", 0, 0, "%s", "no "
+			  "--moe-grouped-gemm: Megatron runs the local experts "
+			  "one after another (SequentialMLP); llmsim simulates "
+			  "them as grouped GEMMs (TEGroupedMLP), as with the "
+			  "flag");
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));
 	if (nodes == 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;

@@ -113,6 +113,12 @@ static const struct marg margs[] = {
 	  "reset" },
 	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
 	  NULL, "default the tensor-parallel size, as Megatron" },
+	{ "--moe-grouped-gemm", M_FLAG, "(grouped gemm)", "true", NULL,
+	  "the local experts as grouped GEMMs (TEGroupedMLP), as llmsim "
+	  "simulates them; without it Megatron runs SequentialMLP, a GEMM "
+	  "pair per local expert: a warning" },
+	{ "--moe-use-legacy-grouped-gemm", M_FLAG, "(grouped gemm)", "true",
+	  NULL, "grouped GEMMs too (the older kernel)" },
 	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
 	  dispatcher_vals, "moe.dispatcher: allgather (Megatron's default), "
 	  "alltoall, or flex's backend" },
