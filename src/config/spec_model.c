@@ -16,6 +16,10 @@ const char *const hidden_act_names[] = {
 	"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2", NULL,
 };
 
+/* transformers activations.py ACT2CLS maps "swish" to SiLUActivation,
+ * as it does "silu": the same function under its other name */
+static const char *const hidden_act_aliases[] = { "swish", "silu", NULL };
+
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const pos_names[] = {"rope", "learned", "none", NULL};
 
@@ -171,7 +175,9 @@ static const struct schema_field model_fields[] = {
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "vocabulary size" },
 	{ .key = "hidden_act", .type = ST_ENUM, .offset = OFF(hidden_act),
 	  .values = hidden_act_names, .def = "silu", .aliases = act_aliases,
-	  .help = "MLP activation; silu means a gated (SwiGLU) MLP" },
+	  .help = "MLP activation; silu (or swish) means a gated (SwiGLU) "
+		  "MLP",
+	  .value_aliases = hidden_act_aliases },
 	{ .key = "gated_mlp", .type = ST_BOOL, .offset = OFF(gated_mlp),
 	  .flags = SF_OPTIONAL,
 	  .help = "gate+up+down MLP (default: true for silu, false otherwise)" },

@@ -760,3 +760,20 @@ Test(hf_model, tie_word_embeddings_absent_is_the_config_class_default)
 	cr_assert_eq(m->tie_word_embeddings, 0);
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, swish_is_silu)
+{
+	/* transformers ACT2CLS maps "swish" to SiLUActivation, as "silu":
+	 * the same function, so the same gated MLP as silu (and an unknown
+	 * name is still refused: bad-inputs) */
+	char dir[64], path[256];
+	const struct model_spec *m;
+
+	m = load(write_json(dir, path, "{\"hidden_act\": \"swish\","
+		" \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000}"));
+	cr_assert_eq(m->hidden_act, ACT_SILU);
+	cr_assert_eq(m->gated_mlp, 1);
+	tmpdir_remove(dir);
+}
