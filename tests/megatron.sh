@@ -204,6 +204,18 @@ done
 "$llmsim" run "$tmp/mf.yaml" --no-store >/dev/null 2>&1 || bad "the MoE flags' import does not run"
 "$llmsim" config import-megatron "$margs --moe-token-dispatcher-type flex" --gpus 8 \
 	2>/dev/null | grep -q '^  dispatcher: deepep$' || bad "flex's default backend is not deepep"
+# --moe-router-topk left out is Megatron's moe_router_topk 2
+# (TransformerConfig @ d98e8a64dd), not an incomplete job; given, it stands.
+nok=$(printf '%s' "$margs" | sed 's/--moe-router-topk 2 //')
+"$llmsim" config import-megatron "$nok" --gpus 8 >"$tmp/tk.yaml" 2>"$tmp/err" &&
+	grep -q '^  num_experts_per_tok: 2$' "$tmp/tk.yaml" || bad "topk default: $(cat "$tmp/err")"
+"$llmsim" config import-megatron "$nok --moe-router-topk 6" --gpus 8 2>/dev/null |
+	grep -q '^  num_experts_per_tok: 6$' || bad "--moe-router-topk 6 not kept"
+# Without --moe-grouped-gemm Megatron loops over its local experts
+# (SequentialMLP), which llmsim does not simulate: a warning, none with it.
+grep -q 'no --moe-grouped-gemm' "$tmp/tk.yaml" "$tmp/err" || bad "no SequentialMLP warning"
+"$llmsim" config import-megatron "$margs --moe-grouped-gemm" --gpus 8 2>&1 >/dev/null |
+	grep -q 'moe-grouped-gemm' && bad "SequentialMLP warning with --moe-grouped-gemm"
 "$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
 # A job's step time in seconds (llmsim run --json).

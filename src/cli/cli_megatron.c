@@ -550,10 +550,17 @@ static int moe_pattern_check(const struct imported *im, struct diag *d)
  * (llmsim: alltoall); "flex" runs moe_flex_dispatcher_backend, "deepep"
  * unless given (--moe-enable-deepep, deprecated, says deepep too); and
  * moe_router_dtype None: the router's GEMM in its input's dtype, the
- * parameters' (router.py gating; llmsim: fp32). */
+ * parameters' (router.py gating; llmsim: fp32). moe_router_topk 2
+ * (transformer_config.py @ d98e8a64dd; llmsim has none: an MoE model
+ * without num_experts_per_tok is an error). moe_ffn_hidden_size None is
+ * ffn_hidden_size (arguments.py validate_args), llmsim's own default for
+ * a model with no model_type: left out. */
 static void moe_defaults(struct imported *im)
 {
 	const char *t = get(im, "(dispatcher)"), *b = get(im, "(flex backend)");
+
+	if (!get(im, "model.num_experts_per_tok"))
+		set(im, "model.num_experts_per_tok", "2");
 
 	if (!t)
 		t = "allgather";
@@ -904,6 +911,15 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	    moe_pattern_check(im, cx->diag) != 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;
 	finish_import(cx->arena, im);
+	/* TransformerConfig moe_grouped_gemm False (@ d98e8a64dd
+	 * moe_module_specs.py: SequentialMLP unless moe_grouped_gemm):
+	 * llmsim has no per-expert loop to simulate */
+	if (get(im, "model.n_routed_experts") && !get(im, "(grouped gemm)"))
+		diag_warn(cx->diag, "megatron", 0, 0, "%s", "no "
+			  "--moe-grouped-gemm: Megatron runs the local experts "
+			  "one after another (SequentialMLP); llmsim simulates "
+			  "them as grouped GEMMs (TEGroupedMLP), as with the "
+			  "flag");
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));
 	if (nodes == 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;

@@ -66,9 +66,9 @@ static const struct marg margs[] = {
 	{ "--qk-layernorm", M_FLAG, "model.qk_layernorm", "true", NULL, NULL },
 	{ "--num-experts", M_INT, "model.n_routed_experts", NULL, NULL, NULL },
 	{ "--moe-router-topk", M_INT, "model.num_experts_per_tok", NULL, NULL,
-	  NULL },
+	  "default 2, as Megatron" },
 	{ "--moe-ffn-hidden-size", M_INT, "model.moe_intermediate_size", NULL,
-	  NULL, NULL },
+	  NULL, "default the --ffn-hidden-size, as Megatron" },
 	{ "--moe-latent-size", M_INT, "model.moe_latent_size", NULL, NULL,
 	  "latent MoE: experts, dispatch and combine in this width" },
 	{ "--moe-shared-expert-intermediate-size", M_INT,
@@ -113,6 +113,12 @@ static const struct marg margs[] = {
 	  "reset" },
 	{ "--expert-tensor-parallel-size", M_INT, "parallelism.etp", NULL,
 	  NULL, "default the tensor-parallel size, as Megatron" },
+	{ "--moe-grouped-gemm", M_FLAG, "(grouped gemm)", "true", NULL,
+	  "the local experts as grouped GEMMs (TEGroupedMLP), as llmsim "
+	  "simulates them; without it Megatron runs SequentialMLP, a GEMM "
+	  "pair per local expert: a warning" },
+	{ "--moe-use-legacy-grouped-gemm", M_FLAG, "(grouped gemm)", "true",
+	  NULL, "grouped GEMMs too (the older kernel)" },
 	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
 	  dispatcher_vals, "moe.dispatcher: allgather (Megatron's default), "
 	  "alltoall, or flex's backend" },

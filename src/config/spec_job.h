@@ -739,6 +739,8 @@ enum job_rule {
 				 * experts fold over tp cp (etp ep = tp cp) */
 	JR_CPU_OFFLOAD,		/* cpu_offload_layers: pp 1, no recompute,
 				 * no CUDA graphs, fewer than the layers */
+	JR_LEARNED_POS,		/* training: learned positions cover
+				 * seq_len (max_position_embeddings) */
 	JR_COUNT
 };
 

@@ -652,6 +652,22 @@ static void check_training(struct job_spec *j, struct layout_sink *s)
 	check_sp(j, s);
 	check_defer(j, s);
 	check_offload(j, s);
+	/* A learned position table has a row per position: a longer
+	 * sequence has no embedding for its last tokens (Megatron-LM's
+	 * arguments.py validate_args asserts max_position_embeddings >=
+	 * seq_length, @ d98e8a64dd; torch's nn.Embedding raises on the
+	 * index). Rotary and no-position models take any length. */
+	if (j->model->position_embedding == POS_LEARNED &&
+	    j->model->max_position_embeddings > 0 &&
+	    t->seq_len > j->model->max_position_embeddings)
+		layout_error(s, JR_LEARNED_POS, "training.seq_len %lld is "
+			     "longer than the model's learned position table "
+			     "(max_position_embeddings %lld): no position "
+			     "embedding for the tokens past it; use a seq_len "
+			     "of at most %lld",
+			     (long long)t->seq_len,
+			     (long long)j->model->max_position_embeddings,
+			     (long long)j->model->max_position_embeddings);
 	/* Chunked attention (Llama 4) is costed per chunk (attn.c); context
 	 * parallelism over it is refused: no framework we know of runs it.
 	 * In Transformer Engine's DotProductAttention (Megatron-Core's core)

@@ -36,7 +36,8 @@ const char *const job_rule_names[JR_COUNT + 1] = {
 	"inference_attention_dp", "inference_ep", "serving_engine",
 	"train_chunked", "sp_seq", "spec_mtp", "max_model_len",
 	"pool_ep", "pool_tp", "defer_wgrad", "tp_linear_heads", "linear_cp",
-	"train_dsa_cp", "rank_order", "cpu_offload", NULL,
+	"train_dsa_cp", "rank_order", "cpu_offload", "learned_positions",
+	NULL,
 };
 
 const struct cnode *job_layout_key(const struct cnode *job, const char *key)
@@ -137,6 +138,7 @@ static const char *const rule_keys[JR_COUNT] = {
 			  "parallelism.etp parallelism.tp parallelism.cp",
 	[JR_CPU_OFFLOAD] = "training.cpu_offload_layers parallelism.pp "
 			   "training.recompute training.cuda_graphs",
+	[JR_LEARNED_POS] = "training.seq_len",
 };
 
 /* Whether the sink takes a breach of rule: marks it broken when wanted;

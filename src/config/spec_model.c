@@ -16,6 +16,10 @@ const char *const hidden_act_names[] = {
 	"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2", NULL,
 };
 
+/* transformers activations.py ACT2CLS maps "swish" to SiLUActivation,
+ * as it does "silu": the same function under its other name */
+static const char *const hidden_act_aliases[] = { "swish", "silu", NULL };
+
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const pos_names[] = {"rope", "learned", "none", NULL};
 
@@ -171,7 +175,9 @@ static const struct schema_field model_fields[] = {
 	  .min = 1, .max = 1e8, .flags = SF_REQUIRED, .help = "vocabulary size" },
 	{ .key = "hidden_act", .type = ST_ENUM, .offset = OFF(hidden_act),
 	  .values = hidden_act_names, .def = "silu", .aliases = act_aliases,
-	  .help = "MLP activation; silu means a gated (SwiGLU) MLP" },
+	  .help = "MLP activation; silu (or swish) means a gated (SwiGLU) "
+		  "MLP",
+	  .value_aliases = hidden_act_aliases },
 	{ .key = "gated_mlp", .type = ST_BOOL, .offset = OFF(gated_mlp),
 	  .flags = SF_OPTIONAL,
 	  .help = "gate+up+down MLP (default: true for silu, false otherwise)" },
@@ -186,9 +192,10 @@ static const struct schema_field model_fields[] = {
 	{ .key = "tie_word_embeddings", .type = ST_BOOL,
 	  .offset = OFF(tie_word_embeddings), .flags = SF_OPTIONAL,
 	  .help = "LM head shares the input embedding (default: true for "
-		  "model_type gemma, gemma2 and gemma3_text, whose "
-		  "transformers config classes tie by default, so their "
-		  "config.json leaves the key out; else false)" },
+		  "model_type gemma, gemma2, gemma3_text, gpt2, bloom, opt "
+		  "and falcon, whose transformers config classes tie by "
+		  "default, so their config.json leaves the key out; else "
+		  "false)" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
 	{ .key = "mlp_bias", .type = ST_BOOL, .offset = OFF(mlp_bias),
@@ -843,18 +850,12 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (m->gated_mlp < 0)
 		m->gated_mlp = m->hidden_act == ACT_SILU;
 	/* An absent key is the config class's default, which config.json
-	 * leaves out (PretrainedConfig.to_diff_dict): GemmaConfig,
-	 * Gemma2Config and Gemma3TextConfig tie_word_embeddings True
-	 * (huggingface/transformers @ 008e5743 models/gemma,
-	 * models/gemma2 configuration_*.py; @ 008f5c8c models/gemma3); the
-	 * Llama-family classes llmsim's presets name default False. Loaded
-	 * untied, gemma-7b carried a second 256000 x 3072 head (786 M
-	 * parameters, its optimizer states and gradients). */
+	 * leaves out (PretrainedConfig.to_diff_dict; spec_model_hf.c
+	 * model_tied_by_default). Loaded untied, gemma-7b carried a second
+	 * 256000 x 3072 head (786 M parameters, its optimizer states and
+	 * gradients). */
 	if (m->tie_word_embeddings < 0)
-		m->tie_word_embeddings = m->model_type &&
-			(strcmp(m->model_type, "gemma") == 0 ||
-			 strcmp(m->model_type, "gemma2") == 0 ||
-			 strcmp(m->model_type, "gemma3_text") == 0);
+		m->tie_word_embeddings = model_tied_by_default(m->model_type);
 	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
 		m->mlp_bias = m->model_type &&
 			      strcmp(m->model_type, "gpt_oss") == 0;

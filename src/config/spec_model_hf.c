@@ -201,6 +201,50 @@ static int check_encoder_decoder(const struct cnode *node, struct diag *d)
 	return -1;
 }
 
+/* Older transformers configs name the sizes as their original code did
+ * and map llmsim's (Llama-style) names onto them (attribute_map):
+ * GPT2Config (@ 1c70522e: hidden_size n_embd, num_hidden_layers n_layer,
+ * num_attention_heads n_head, max_position_embeddings n_positions; the
+ * MLP n_inner, None: 4 n_embd), BloomConfig (@ 04efa883: n_layer,
+ * n_head, n_embed), FalconConfig (@ 05585536: n_layer, n_head; n_embed
+ * read for hidden_size), OPTConfig (@ 014674d3: ffn_dim). llmsim reads
+ * only its names, and such a model's other keys differ too
+ * (activation_function, its norm and positions), so the old name where
+ * llmsim's is missing is an error that says which key it is, not a
+ * silent translation. */
+static const char *const old_names[][3] = {
+	{ "n_embd", "hidden_size", "GPT-2's" },
+	{ "n_embed", "hidden_size", "BLOOM's and Falcon's" },
+	{ "n_layer", "num_hidden_layers", "GPT-2's, BLOOM's and Falcon's" },
+	{ "n_head", "num_attention_heads", "GPT-2's, BLOOM's and Falcon's" },
+	{ "n_inner", "intermediate_size", "GPT-2's (null there: 4 x n_embd)" },
+	{ "n_positions", "max_position_embeddings", "GPT-2's" },
+	{ "ffn_dim", "intermediate_size", "OPT's" },
+};
+
+int model_check_old_names(const struct cnode *node, struct diag *d)
+{
+	size_t i;
+	int rc = 0;
+
+	if (!node || node->kind != CNODE_MAP)
+		return 0;
+	for (i = 0; i < sizeof(old_names) / sizeof(old_names[0]); i++) {
+		const struct cnode *v = cnode_get(node, old_names[i][0]);
+
+		if (!v || cnode_get(node, old_names[i][1]))
+			continue;
+		cnode_error(d, v, "'%s' is %s name for '%s' (transformers "
+			    "attribute_map); llmsim reads '%s': give it, and "
+			    "hidden_act, norm, position_embedding and the "
+			    "biases as the model has them",
+			    old_names[i][0], old_names[i][2], old_names[i][1],
+			    old_names[i][1]);
+		rc = -1;
+	}
+	return rc;
+}
+
 int model_check_hf_keys(const struct cnode *node, struct diag *d)
 {
 	int rc = 0;
@@ -222,4 +266,28 @@ int model_check_hf_keys(const struct cnode *node, struct diag *d)
 	if (check_encoder_decoder(node, d) != 0)
 		rc = -1;
 	return rc;
+}
+
+/* Hugging Face model types whose config class ties the LM head to the
+ * embedding when config.json leaves tie_word_embeddings out. A class
+ * that sets no default of its own takes PretrainedConfig's True
+ * (huggingface/transformers @ bdf52342 configuration_utils.py
+ * PretrainedConfig.__init__: kwargs.pop("tie_word_embeddings", True)),
+ * which save_pretrained then leaves out of config.json (to_diff_dict
+ * keeps only what differs from PretrainedConfig()): GPT2Config
+ * (@ 1c70522e models/gpt2), BloomConfig (@ 04efa883 models/bloom),
+ * OPTConfig (@ 014674d3 models/opt), FalconConfig (@ 05585536
+ * models/falcon) set none; GemmaConfig, Gemma2Config and
+ * Gemma3TextConfig set True (@ 008e5743 models/gemma, models/gemma2;
+ * @ 008f5c8c models/gemma3). The classes of every other model type
+ * llmsim's presets name (Llama, Mixtral, Qwen3, DeepSeek, ...) set
+ * False. */
+int model_tied_by_default(const char *model_type)
+{
+	static const char *const tied[] = {
+		"gemma", "gemma2", "gemma3_text", "gpt2", "bloom", "opt",
+		"falcon", NULL,
+	};
+
+	return model_type && schema_name_index(tied, model_type) >= 0;
 }

@@ -205,6 +205,9 @@ struct cnode *model_text_config(struct arena *a, struct cnode *root,
 	size_t i, cap = 0;
 	int rc = 0, bad = 0, take;
 
+	if (model_check_old_names(root, d) != 0 ||
+	    (text && model_check_old_names(text, d) != 0))
+		return NULL;
 	if (!text || cnode_is_null(text))
 		return flat_wrapper(a, root, d);
 	if (text->kind != CNODE_MAP) {

@@ -138,23 +138,57 @@ static double attn_stored_B(const struct layer_dims *d)
 	       t * a * m->v * L + mask;
 }
 
-/* What autograd keeps of the eager expert activation with the routing
- * probabilities in it (moe_permute.c moe_act_probs_eager; Megatron-Core
- * experts.py TEGroupedMLP bias_act_func's unfused path, NVIDIA/Megatron-LM
- * @ 2a75ac12c): y = act(x_glu) * (x_linear + offset), then y * probs.
- * SiluBackward keeps its input x_glu, a view of the fc1 output already
- * kept; the first MulBackward0 keeps both operands, act(x_glu) and
- * x_linear + offset, new tensors of R f B each; the second keeps y (R f
- * B) and the probabilities (kept: the 4 B a row above); the cast back
- * keeps nothing. 3 R f B beyond the fused function's, a layer; the
- * checkpointed activation (moe_act recompute) drops them. */
-static double eager_act_B(const struct layer_dims *d)
+/* What the eager gated activation (d->eager_act: act(g) * u as PyTorch
+ * ops; torchtitan's FeedForward w2(F.silu(w1(x)) * w3(x)), the
+ * pytorch-eager framework's silu(g) * u on the chunk halves) keeps
+ * beyond the fused kernel's saved input, over n rows of width f:
+ * SiluBackward keeps its input g, part of the fc1 output (kept);
+ * MulBackward0 both operands, u (the fc1 output's other part) and
+ * act(g), a new tensor of n f B (pytorch tools/autograd/derivatives.yaml:
+ * silu saves self, mul.Tensor self and other). The product is the fc2
+ * input, counted as such. (Megatron-Core's unfused glu() adds
+ * glu_linear_offset to the linear half first, another n f B, mlp.py @
+ * d98e8a64dd; none of llmsim's Megatron frameworks runs the dense MLP
+ * eager: its routed experts' are expert_act_kept_B's.) */
+static double eager_glu_B(const struct layer_dims *d, double n, double f)
+{
+	return d->eager_act ? n * f * d->act_B : 0;
+}
+
+/* What autograd keeps of the routed experts' activation beyond the fused
+ * function's input (fc1 output) and the fc2 input, a layer; the
+ * checkpointed activation (moe_act recompute) drops all of it.
+ *
+ * Eager with the routing probabilities in it (moe_permute.c
+ * moe_act_probs_eager; Megatron-Core experts.py TEGroupedMLP
+ * bias_act_func's unfused path, NVIDIA/Megatron-LM @ 2a75ac12c): y =
+ * act(x_glu) * (x_linear + offset), then y * probs. SiluBackward keeps
+ * its input x_glu, a view of the fc1 output already kept; the first
+ * MulBackward0 keeps both operands, act(x_glu) and x_linear + offset,
+ * new tensors of R f B each; the second keeps y (R f B) and the
+ * probabilities (kept: the 4 B a row above); the cast back keeps
+ * nothing: 3 R f B. Eager without them (act(x_glu) * x_linear): act's
+ * output, R f B (eager_glu_B).
+ *
+ * A clamped GLU (moe_dims clamp_ops; experts.py @ d98e8a64dd
+ * bias_act_func, fusions/fused_bias_geglu.py weighted_bias_quick_geglu_
+ * impl): each half's clamp keeps its input (derivatives.yaml clamp:
+ * clamp_backward(grad, self, min, max)), views of the fc1 output, so
+ * that stays; fused, the function saves the cat of the clamped halves,
+ * a new R u B (u = 2 f); eager, the activation keeps the clamped gate,
+ * R f B (the clamped linear half feeds the offset's add, which keeps
+ * nothing). */
+static double expert_act_kept_B(const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
+	double R = m->rows, f = m->ffn / m->etp, B = d->act_B;
+	double b = 0;
 
-	if (!d->moe_probs_act || !d->eager_act)
-		return 0;
-	return 3 * m->rows * m->ffn / m->etp * d->act_B;
+	if (d->eager_act)
+		b += d->moe_probs_act ? 3 * R * f * B : eager_glu_B(d, R, f);
+	if (m->clamp_ops)
+		b += d->eager_act ? R * f * B : 2 * R * f * B;
+	return b;
 }
 
 /* The MLP's stored tensors. Dense: norm input, fc1 input, fc1 output,
@@ -173,7 +207,8 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	double fe, ue, fs, us, rows, w;
 
 	if (!moe)
-		return ts * h * B + ts * h * L + t * u * B + t * f * L + mask;
+		return ts * h * B + ts * h * L + t * u * B + t * f * L + mask +
+		       eager_glu_B(d, t, f);
 	fe = m->ffn / m->etp;
 	ue = (d->gated ? 2 : 1) * fe;
 	fs = m->shared_ffn / d->tp;
@@ -181,12 +216,14 @@ static double mlp_stored_B(const struct layer_dims *d, int moe)
 	rows = m->rows;
 	w = moe_row_width(d);
 	/* unpermute's fc2 output (w B a row), or the activation's fp32
-	 * probability (4 B a row); the eager one's saved products too */
+	 * probability (4 B a row); the eager or clamped activation's
+	 * saved tensors too */
 	return ts * h * B + m->tokens * m->experts * 5 +
 	       (m->width > 0 ? ts * (h + w) * L : 0) +
 	       rows * (w * L + ue * B + fe * L +
-		       (d->moe_probs_act ? 4 : w * B)) + eager_act_B(d) +
-	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0) + mask;
+		       (d->moe_probs_act ? 4 : w * B)) + expert_act_kept_B(d) +
+	       (fs > 0 ? ts * h * L + t * us * B + t * fs * L +
+			 eager_glu_B(d, t, fs) : 0) + mask;
 }
 
 static double layer_stored_B(const struct layer_dims *d, int moe)
@@ -241,7 +278,8 @@ static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
 	double B = d->act_B, L = d->lowp ? d->lowp_B : B;
 	const struct moe_dims *m = &d->moe;
 	double fs = m->shared_ffn / d->tp, us = (d->gated ? 2 : 1) * fs;
-	double shared = fs > 0 ? ts * h * L + t * us * B + t * fs * L : 0;
+	double shared = fs > 0 ? ts * h * L + t * us * B + t * fs * L +
+			eager_glu_B(d, t, fs) : 0;
 	double mask = d->dropout ? ts * h : 0, b = 0;
 
 #define HAS(x) (mods & 1u << (x))
@@ -264,7 +302,7 @@ static double recomputed_B(const struct layer_dims *d, int moe, unsigned mods)
 	if (HAS(RCM_MOE))
 		return b + mlp_stored_B(d, 1) - ts * h * B - mask - ts * h * B;
 	if (HAS(RCM_MOE_ACT))
-		b += m->rows * m->ffn / m->etp * L + eager_act_B(d);
+		b += m->rows * m->ffn / m->etp * L + expert_act_kept_B(d);
 	if (HAS(RCM_SHARED_EXPERTS))
 		b += shared;
 	else if (HAS(RCM_LAYERNORM) && fs > 0)

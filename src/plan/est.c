@@ -682,6 +682,11 @@ static int pipeline(struct est *e, struct est_cand *c,
 				       held[S + s];
 		c->fsdp_w = t + 8 * S;
 	}
+	/* est_sync_tax reads fsdp_w for one stage only (a pipelined ZeRO 3
+	 * layout keeps its sum over the ops): with S > 1 the values stay
+	 * in t, unread, and the candidate says none */
+	if (S > 1)
+		c->fsdp_w = NULL;
 	if (run_pipe(e, &in, out, out + c->p, d) != 0)
 		return -1;
 	c->rank_end = out;

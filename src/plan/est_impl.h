@@ -217,10 +217,12 @@ struct est_cand {
 					 * nothing */
 	int streams;			/* ZeRO 3 stages from the DP streams
 					 * (est_fsdp.c; est.c setup says when) */
-	const double *fsdp_w;		/* s, [S] with streams: the compute of a
-					 * stage's backward since its rank last
-					 * waited for a DP collective, -1 none
-					 * (est_fsdp_streams; est_sync_tax), or NULL */
+	const double *fsdp_w;		/* s, [S] with streams and one stage
+					 * (S == 1): the compute of a stage's
+					 * backward since its rank last waited
+					 * for a DP collective, -1 none
+					 * (est_fsdp_streams; est_sync_tax), or
+					 * NULL (no streams, or S > 1) */
 	double fsdp_wait[3];		/* s, the reduce-scatter of a unit
 					 * ending a backward, which the compute
 					 * stream waits for (0: no_sync) */

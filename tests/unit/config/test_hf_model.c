@@ -720,18 +720,23 @@ Test(hf_model, tie_word_embeddings_absent_is_the_config_class_default)
 	 * (transformers PretrainedConfig.to_diff_dict): GemmaConfig,
 	 * Gemma2Config and Gemma3TextConfig tie by default, so google's
 	 * gemma-7b config.json has no tie_word_embeddings, and llmsim's
-	 * false gave it a second 256000 x 3072 head. Absent: true for those
-	 * three model_types, false for llama (LlamaConfig's False) and for
-	 * none; a given value stands either way.
+	 * false gave it a second 256000 x 3072 head. GPT2Config, BloomConfig,
+	 * OPTConfig and FalconConfig set no default: PretrainedConfig's
+	 * True (openai-community/gpt2's config.json has no such key).
+	 * Absent: true for those seven model_types, false for llama
+	 * (LlamaConfig's False), for a type merely starting like one
+	 * (gpt2_custom) and for none; a given value stands either way.
 	 */
 	static const char *const types[] = { "gemma", "gemma2",
-					     "gemma3_text", "llama", NULL };
-	static const int want[] = { 1, 1, 1, 0, 0 };
+					     "gemma3_text", "gpt2", "bloom",
+					     "opt", "falcon", "llama",
+					     "gpt2_custom", NULL };
+	static const int want[] = { 1, 1, 1, 1, 1, 1, 1, 0, 0, 0 };
 	char dir[64], path[256], text[512];
 	const struct model_spec *m;
 	size_t i;
 
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		snprintf(text, sizeof(text), "{%s%s%s \"hidden_size\": 1024,"
 			 " \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
 			 " \"intermediate_size\": 4096, \"vocab_size\": 1000}",
@@ -747,5 +752,28 @@ Test(hf_model, tie_word_embeddings_absent_is_the_config_class_default)
 		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
 		" \"intermediate_size\": 4096, \"vocab_size\": 1000}"));
 	cr_assert_eq(m->tie_word_embeddings, 0);
+	tmpdir_remove(dir);
+	m = load(write_json(dir, path, "{\"model_type\": \"opt\","
+		" \"tie_word_embeddings\": false, \"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000}"));
+	cr_assert_eq(m->tie_word_embeddings, 0);
+	tmpdir_remove(dir);
+}
+
+Test(hf_model, swish_is_silu)
+{
+	/* transformers ACT2CLS maps "swish" to SiLUActivation, as "silu":
+	 * the same function, so the same gated MLP as silu (and an unknown
+	 * name is still refused: bad-inputs) */
+	char dir[64], path[256];
+	const struct model_spec *m;
+
+	m = load(write_json(dir, path, "{\"hidden_act\": \"swish\","
+		" \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000}"));
+	cr_assert_eq(m->hidden_act, ACT_SILU);
+	cr_assert_eq(m->gated_mlp, 1);
 	tmpdir_remove(dir);
 }

@@ -533,3 +533,113 @@ Test(footprint, eager_expert_activation_keeps_its_products)
 		     rc_fused);
 	arena_release(&a);
 }
+
+Test(footprint, eager_dense_glu_keeps_the_activation_output)
+{
+	struct fixture f;
+	struct layer_dims d;
+	double T = 2048 * 2, ffn = 4096, B = 2, fused, eager;
+
+	/* h 1024, f 4096 (fixture: 4h), gated, s 2048, b 2, tp 1: T = 4096
+	 * tokens. Eager act(g) * u keeps act(g), T f B = 4096 * 4096 * 2 =
+	 * 33554432 B a layer beyond the fused kernel (footprint.c
+	 * eager_glu_B); selective recompute of the MLP drops it with the
+	 * rest, full recompute keeps the layer input only (unchanged). */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.gated_mlp = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.gated, 1);
+	cr_assert_eq(d.eager_act, 0);
+	fused = footprint_layer_act_B(&d, LREC_NONE);
+	f.fw.elementwise.eager_activation = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.eager_act, 1);
+	eager = footprint_layer_act_B(&d, LREC_NONE);
+	assert_close(eager - fused, T * ffn * B);
+	assert_close(footprint_layer_act_B(&d, LREC_FULL), T * 1024 * B);
+	/* ungated: no halves, nothing more */
+	f.model.gated_mlp = 0;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.eager_act, 0);
+}
+
+Test(footprint, eager_moe_glu_keeps_the_activation_output)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_kind kind = { .moe = 1 };
+	double R = 4096 * 2, T = 4096, fe = 512, fs = 1024, B = 2;
+	double fused, eager, rc_fused;
+
+	/* 8 experts of width 512, top-2, ep 1: R = 8192 rows; a shared
+	 * expert of width 1024 over the T = 4096 tokens; probabilities
+	 * applied after the experts (unpermute). Eager act(g) * u keeps
+	 * act(g): routed R fe B = 8192 * 512 * 2 = 8388608 B, shared T fs B
+	 * = 4096 * 1024 * 2 = 8388608 B more a layer; recomputing moe_act
+	 * and the shared experts drops both, so those selective footprints
+	 * are equal. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.model.shared_expert_intermediate_size = 1024;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.rows, R);
+	cr_assert_eq(d.moe.shared_ffn, fs);
+	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
+	rc_fused = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
+	f.fw.elementwise.eager_activation = 1;
+	fixture_dims(&f, &a, &d, &r);
+	eager = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	assert_close(eager - fused, R * fe * B + T * fs * B);
+	d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+		     rc_fused);
+	arena_release(&a);
+}
+
+Test(footprint, clamped_glu_keeps_the_clamped_halves)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_kind kind = { .moe = 1 };
+	double R = 4096 * 2, fe = 512, B = 2, plain, fused, eager_plain;
+	double rc_plain;
+
+	/* gpt-oss's clamped GLU (swiglu_limit 7) with its clamps as
+	 * kernels, probabilities in the activation: the clamps keep the fc1
+	 * output (already kept) and the fused function saves their cat, R u
+	 * B = 8192 * 1024 * 2 = 16777216 B more a layer. Eager, the
+	 * activation keeps the clamped gate instead, R fe B = 8388608 B.
+	 * Recomputing moe_act drops either. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.fw.moe_probs_in_activation = 1;
+	fixture_dims(&f, &a, &d, &r);
+	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	d.rc_mods = 1u << RCM_MOE_ACT;
+	rc_plain = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
+	f.model.swiglu_limit = 7;
+	f.fw.elementwise.glu_clamp_kernels = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.clamp_ops, 1);
+	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	assert_close(fused - plain, R * 2 * fe * B);
+	d.rc_mods = 1u << RCM_MOE_ACT;
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+		     rc_plain);
+	f.fw.elementwise.eager_activation = 1;
+	f.model.swiglu_limit = 0;
+	fixture_dims(&f, &a, &d, &r);
+	eager_plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	f.model.swiglu_limit = 7;
+	fixture_dims(&f, &a, &d, &r);
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE) - eager_plain,
+		     R * fe * B);
+	arena_release(&a);
+}
