@@ -126,3 +126,63 @@ Test(moe, uneven_combine_sends_its_own_bytes_back)
 		       m.d.moe.combine_bwd_B * m.r.max_mean, 1e-12));
 	moe_case_release(&m);
 }
+
+/*
+ * Hybrid-EP's metadata kernels (moe_permute.c moe_dispatch_meta): after
+ * the routing map's all-gather (map_gather) and before the host's sync,
+ * one op the dispatch's host wait points at. fixture_moe(8, 2, 512, 2):
+ * T = 4096 tokens a rank, ep 2, E = 8, L = 4 local experts; n = T ep =
+ * 8192 rows of the gathered map.
+ *   standalone permute: read n (E + 2 L) = 8192 x 16 = 131072 B, write
+ *     n (4 + 5 L) = 8192 x 24 = 196608 B, 3 kernels (preprocessing,
+ *     permute_preprocessing, pad_tokens_per_expert);
+ *   permute fused into the dispatch: read n E = 65536 B, write n (4 + L)
+ *     = 65536 B, 2 kernels.
+ * With a measured dispatch call its host cost is that call's (free);
+ * the backward reuses the handle: no such op; E counts (no map gather):
+ * none.
+ */
+Test(moe, hybridep_metadata_kernels_before_the_sync)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+	int at, disp;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	fixture_ep_forward(&e, "test-meta");
+	e.host_sync = EP_SYNC_COUNTS;
+	e.map_gather = 1;
+	e.dispatch_call_host_s = 182e-6;
+	m.f.job.moe.dispatcher = &e;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(m.d.moe.local, 4, 1e-12);
+	at = fixture_op_index(&m.o, "moe_dispatch_meta");
+	cr_assert(at >= 1);
+	cr_assert_str_eq(m.o.op[at - 1].name, "moe_counts");
+	c = &m.o.op[at];
+	cr_assert_float_eq(c->k.read_B, 131072, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 196608, 1e-6);
+	cr_assert_float_eq(c->k.launches, 3, 1e-12);
+	cr_assert_eq(c->host, HOST_FREE);
+	disp = fixture_op_index(&m.o, "moe_dispatch");
+	cr_assert(disp > at);
+	cr_assert_eq(m.o.op[disp].host_wait, at);
+
+	m.f.job.moe.permute_into_dispatcher = 1;
+	e.permute_in_kernel = 1;
+	moe_case_fwd(&m);
+	cr_assert(m.d.moe.permute_in_dispatch);
+	c = fixture_op(&m.o, "moe_dispatch_meta");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.read_B, 65536, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 65536, 1e-6);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_meta"));
+	e.map_gather = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "moe_dispatch_meta"));
+	moe_case_release(&m);
+}
