@@ -318,10 +318,6 @@ void moe_quant_dims(int fp8_scaling, struct layer_dims *d);
  * a rank; DeepEP, Hybrid-EP): the tokens travel unpermuted and are
  * sorted on arrival (moe_permute.c, a leaf of moe.c: no file cycle). */
 int moe_dedups(const struct layer_dims *d);
-/* A map-gathering dispatcher's metadata kernels before the dispatch's
- * host sync (moe_permute.c). */
-void moe_dispatch_meta(struct layer_ops *o, enum layer_pass pass,
-		       const struct layer_dims *d);
 /* The token permute (moe_permute.c): forward, before the dispatch
  * (TE's fused map and gather, Megatron's unfused argsort index or its
  * older masked_selects, then index_select); the unfused unpermute's and

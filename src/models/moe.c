@@ -444,10 +444,6 @@ static int16_t counts_fwd(struct layer_ops *o, enum layer_pass pass,
 	lop_coll(o, "moe_counts", pass, LG_EP, LS_EP, COLL_ALLGATHER,
 		 (m->map_gather ? m->tokens * E : E * 8) * m->ep);
 	in_dispatch_call(o, d);
-	if (m->map_gather) {	/* its metadata kernels (moe_permute.c) */
-		moe_dispatch_meta(o, pass, d);
-		in_dispatch_call(o, d);
-	}
 	return lop_tail(o);
 }
 

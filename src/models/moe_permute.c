@@ -398,33 +398,3 @@ void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
 	else if (!m->permute_fusion)
 		permute_probs_bwd(o, d);
 }
-
-/* A map-gathering dispatcher's metadata preprocessing, between the
- * routing map's all-gather and the host's sync: Hybrid-EP's
- * metadata_preprocess_core (deepseek-ai/DeepEP hybrid-ep @ cf780852,
- * the MLMREC recipes' pin, csrc/hybrid_ep/executor/executor.cu) runs
- * its preprocessing kernel over the gathered map (read [T ep, E] bool;
- * write sparse_to_dense_map [T ep] int32 and the local experts' map
- * [T ep, L] bool), then, unless the permute is fused into the dispatch,
- * permute_preprocessing (csrc/hybrid_ep/extension/permute.cu: one
- * cooperative kernel, two passes over the local map, writing row_id_map
- * [T ep, L] int32), then pad_tokens_per_expert (one block), and only
- * then cudaStreamSynchronize. So 3 kernels (2 fused) the host waits
- * for: read T ep (E + 2 L) B (T ep E fused), write T ep (4 + 5 L) B
- * (T ep (4 + L) fused); the small rdma/attn maps ([T, nodes] bool) are
- * left out. Launched inside the dispatcher's measured call (moe.c counts_fwd
- * makes its host cost that call's). */
-void moe_dispatch_meta(struct layer_ops *o, enum layer_pass pass,
-		       const struct layer_dims *d)
-{
-	const struct moe_dims *m = &d->moe;
-	double n = m->tokens * m->ep, E = m->experts, L = m->local;
-	int fused = m->permute_in_dispatch;
-	struct layer_op *op;
-
-	op = lop_memop(o, "moe_dispatch_meta", pass,
-		       n * (E + (fused ? 0 : 2 * L)),
-		       n * (4 + L + (fused ? 0 : 4 * L)), 0);
-	op->k.launches = fused ? 2 : 3;
-	op->host_kernels = (uint16_t)(op->k.launches - 1);
-}
