@@ -116,6 +116,33 @@ static void aux_loss_bwd(struct layer_ops *o, const struct moe_dims *m)
 		  n * (4 + 2 * L), 0, m->router_bwd_ops, 5 * n);
 }
 
+/* The router weight's gradient into Megatron DDP's main_grad. Megatron-
+ * Core's RouterGatingLinearFunction.backward returns grad_weight, cast to
+ * the weight's dtype, as an ordinary gradient (moe_utils.py @ NVIDIA/
+ * Megatron-LM 256f6065, l. 1377-1381): no GEMM epilogue adds it into
+ * main_grad, whatever --gradient-accumulation-fusion says (that reaches
+ * only Transformer Engine's and Megatron's linear layers, which set
+ * grad_added_to_main_grad). So the DDP post-hook on the weight's
+ * AccumulateGrad node runs param.main_grad.add_(param.grad.data) every
+ * microbatch (core/distributed/distributed_data_parallel.py @ 256f6065,
+ * _make_backward_post_hook l. 448-451): one add kernel over E h, read the
+ * gradient (out_B, as lop_accumulate_w reads it) and main_grad (grad_B),
+ * write main_grad. Without a main_grad buffer (wgrad_autograd), with the
+ * framework's unfused accumulation or under FSDP, as every weight. */
+static void router_grad_add(struct layer_ops *o, const struct layer_dims *d,
+			    double n)
+{
+	const struct kern *k = &o->op[o->n - 1].k;
+	double out_B = k->dt >= 0 ? dtype_bytes((enum dtype)k->dt) : d->act_B;
+
+	if (d->autograd_wgrad || d->unfused_grad_acc || d->fsdp_n > 0) {
+		lop_accumulate(o, d, n);
+		return;
+	}
+	lop_memop(o, "main_grad_add", PASS_BWD, n * (out_B + d->grad_B),
+		  n * d->grad_B, n);
+}
+
 void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
@@ -143,5 +170,5 @@ void moe_router_bwd(struct layer_ops *o, const struct layer_dims *d)
 		cast_op(o, "router_dgrad_cast", T * h, wide_B, narrow_B);
 		cast_op(o, "router_wgrad_cast", E * h, wide_B, narrow_B);
 	}
-	lop_accumulate(o, d, h * E);
+	router_grad_add(o, d, h * E);
 }

@@ -6,6 +6,7 @@
  * kernels); none without router_gemm_te or with a 16-bit router.
  */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "fixture.h"
 #include "moe_case.h"
@@ -136,5 +137,63 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 	moe_case_fwd(&m);
 	moe_case_bwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
+	moe_case_release(&m);
+}
+
+/*
+ * The router weight's gradient is added into main_grad by Megatron DDP's
+ * post-hook, not by its GEMM (moe_router.c router_grad_add): with
+ * training.gradient_accumulation_fusion on, one main_grad_add op right
+ * after the last router op. fixture_moe(8, 2, 512, 2): E h = 8 x 1024 =
+ * 8192 elements, bf16 training (the weight's gradient, 2 B after the fp32
+ * router's narrowing cast), fp32 main_grad (grad_dtype, 4 B):
+ *   read 8192 x (2 + 4) = 49152 B, write 8192 x 4 = 32768 B,
+ *   8192 FLOPs (one add an element); the cast before it adds nothing
+ *   into the gradient buffer (accum_B 0).
+ * A bf16 router (no cast; its wgrad GEMM writes bf16): the same bytes.
+ * wgrad_autograd (no main_grad buffer): neither the op nor an accum_B.
+ */
+Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
+{
+	struct moe_case m;
+	const struct layer_op *c;
+	int at;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.job.training.dtype = DTYPE_BF16;
+	m.f.job.moe.router_dtype = DTYPE_FP32;
+	m.f.fw.router_gemm_te = 1;
+	cr_assert(m.f.job.training.gradient_accumulation_fusion);
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "router_wgrad_cast");
+	cr_assert(at >= 0);
+	c = &m.o.op[at + 1];
+	cr_assert_str_eq(c->name, "main_grad_add");
+	cr_assert_eq(c->pass, PASS_BWD);
+	cr_assert_float_eq(c->k.read_B, 49152, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+	cr_assert_float_eq(c->k.vec_flops, 8192, 1e-6);
+	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
+
+	m.f.job.moe.router_dtype = DTYPE_BF16;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "router_wgrad");
+	cr_assert(at >= 0);
+	c = &m.o.op[at + 1];
+	cr_assert_str_eq(c->name, "main_grad_add");
+	cr_assert_float_eq(c->k.read_B, 49152, 1e-6);
+	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
+
+	m.f.fw.wgrad_autograd = 1;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "router_wgrad");
+	cr_assert(at >= 0);
+	cr_assert(at + 1 >= m.o.n ||
+		  strcmp(m.o.op[at + 1].name, "main_grad_add") != 0);
+	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
 	moe_case_release(&m);
 }
