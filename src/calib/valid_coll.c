@@ -23,9 +23,10 @@
  * placement); each must be one of the benchmark's own names.
  * `collectives: PRESET` names the library release the table ran, as a
  * collectives preset (configs/collectives/PRESET.yaml, e.g. nccl-2.26 for
- * NCCL 2.26.2) that starts from the system's library (`preset: nccl`):
- * the keys that file writes are set over the system's collectives, every
- * other key as the system has it. Absent: the system's library as it
+ * NCCL 2.26.2) that starts from the system's library (`preset: nccl`),
+ * or from a release that does (nccl-2.26-blackwell: `preset: nccl-2.26`;
+ * up to 4 deep): the keys those files write are set over the system's
+ * collectives, the parent's first, every other key as the system has it. Absent: the system's library as it
  * stands (the current release). `disabled_algorithms: [A, ...]` names
  * algorithms the run switched off (NCCL_NVLS_ENABLE=0: [nvls, nvls_tree];
  * NCCL_ALGO=^A): the library picks among the others.
@@ -475,18 +476,48 @@ static int leaf_sets(struct arena *a, const struct cnode *v,
 	return 0;
 }
 
+/* Whether collectives preset name is itself a release (its file has a
+ * `preset:`), not a library (nccl.yaml, rccl.yaml have none). */
+static int is_release(struct config_ctx *cx, const char *name)
+{
+	const struct cnode *doc;
+	const char *file;
+	int oom;
+
+	file = config_preset_file(cx, &collectives_schema, name, &oom);
+	if (!file)
+		return 0;
+	doc = cnode_load_yaml(cx->arena, file, cx->diag);
+	return doc && doc->kind == CNODE_MAP && cnode_get(doc, "preset");
+}
+
+/* Release name's sets (its parent release's first, at most depth more
+ * of them: nccl-2.26-blackwell starts from nccl-2.26, which starts from
+ * nccl); *lib_of the library the chain starts from. */
+static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
+			      const char *name, int depth, const char **sets,
+			      size_t *n, size_t first, const char **lib_of);
+
 /* r's release (`collectives: PRESET`) as sets over the system's
- * collectives; *lib_of its `preset:` (the library it starts from), to
- * check against the system's. 0, or -1 after reporting. */
+ * collectives; *lib_of the library it starts from (its `preset:`, or
+ * that release's own), to check against the system's. 0, or -1 after
+ * reporting. */
 static int release_sets(struct config_ctx *cx, const struct ref *r,
 			const char **sets, size_t *n, const char **lib_of)
 {
+	return release_chain_sets(cx, r, r->lib, 4, sets, n, *n, lib_of);
+}
+
+static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
+			      const char *name, int depth, const char **sets,
+			      size_t *n, size_t first, const char **lib_of)
+{
 	const struct cnode *doc, *p;
 	const char *file;
-	size_t i, first;
+	size_t i;
 	int oom;
 
-	file = config_preset_file(cx, &collectives_schema, r->lib, &oom);
+	file = config_preset_file(cx, &collectives_schema, name, &oom);
 	if (!file) {
 		const char **names = oom ? NULL :
 			config_list_presets(cx, &collectives_schema);
@@ -500,7 +531,7 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 			k += (size_t)snprintf(list + k, sizeof(list) - k,
 					      "%s%s", i ? ", " : "", names[i]);
 		cnode_error(cx->diag, r->lib_at, "'collectives': no "
-			    "collectives preset '%s' (presets: %s)", r->lib,
+			    "collectives preset '%s' (presets: %s)", name,
 			    list);
 		return -1;
 	}
@@ -517,7 +548,17 @@ static int release_sets(struct config_ctx *cx, const struct ref *r,
 		return -1;
 	}
 	*lib_of = p->text;
-	first = *n;
+	if (is_release(cx, p->text)) {
+		if (depth <= 0) {
+			cnode_error(cx->diag, r->lib_at, "'collectives': "
+				    "release '%s' starts from releases more "
+				    "than 4 deep", r->lib);
+			return -1;
+		}
+		if (release_chain_sets(cx, r, p->text, depth - 1, sets, n,
+				       first, lib_of) != 0)
+			return -1;
+	}
 	for (i = 0; i < doc->npairs; i++) {
 		const char *k = doc->pairs[i].key->text;
 		char *t;

@@ -311,9 +311,21 @@ int algo_direct(struct algo_ctx *x, struct plan *p)
 	return 0;
 }
 
+/* The heads of NCCL's NVLS graph over ranks GPUs of one domain: at most
+ * NCCL_MAX_NVLS_ARITY (NVIDIA/nccl v2.26.2-1 src/include/device.h:181,
+ * 32; src/graph/search.cc ncclTopoCompute: maxChannels = min(arity,
+ * GPUs)), as the choice (select_heads_max) takes them; NVLSTree uses the
+ * same graph. */
+static uint32_t nvls_heads(const struct algo_ctx *x, uint32_t ranks)
+{
+	int64_t hmax = x->lib->algo[ALGO_NVLS].select_heads_max;
+
+	return hmax > 0 && (int64_t)ranks > hmax ? (uint32_t)hmax : ranks;
+}
+
 int algo_nvls(struct algo_ctx *x, struct plan *p)
 {
-	uint32_t P = x->g.p, i;
+	uint32_t P = x->g.p, i, nh;
 	double eff = x->t->nvls_efficiency;
 	struct route r;
 
@@ -335,14 +347,18 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 		x->why = "the library's graph search finds no NVLS channel speed";
 		return 1;
 	}
+	nh = nvls_heads(x, P);
 	algo_phase(x, p);
-	/* Every channel handles one chunk per head (every rank heads the
-	 * slice it owns) and syncs once per loop; one hop through the
-	 * switch. */
-	algo_pipe(x, (struct pipe_shape){ P, 1, 1, 0 }, 1);
+	/* Every channel handles one chunk per head (all_reduce.h NVLS
+	 * oneNode: loopCount = nvls->nHeads x chunkSize; only a head's
+	 * reduce warps run, on the slice it owns) and syncs once per loop;
+	 * one hop through the switch. Every GPU serves every slice's
+	 * multimem.ld_reduce and takes every multicast (n each way); a head
+	 * also takes its slice's reduced n / nh and stores it once more. */
+	algo_pipe(x, (struct pipe_shape){ nh, 1, 1, 0 }, 1);
 	for (i = 0; i < P; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
-		algo_flow(x, p, x->c->bytes * (1 + 1.0 / P) / eff);
+		algo_flow(x, p, x->c->bytes * (1 + 1.0 / nh) / eff);
 		algo_route(x, p, &r, 1);
 	}
 	algo_close_phase(x, p, algo_base(x) + algo_step(x));
@@ -389,15 +405,16 @@ static double kernel_fill(int64_t st)
  * stages one after another, each at its own resource's time for a loop's
  * bytes (per byte of the loop, L = 1): the scatter and gather warps move
  * L over a GPU's switch link (1 / (eff U)), each NVLS reduce or multicast
- * L / m, each network hop L / nh over a head's NIC (a level's traffic:
- * a parent takes its two children's halves, L / (2 nh) each, on the way
- * up and sends them down). A child head's chunk takes scatter,
+ * L / nh (a head's chunk of the loop), each network hop L / nh over a
+ * head's NIC (a level's traffic: a parent takes its two children's
+ * halves, L / (2 nh) each, on the way up and sends them down). A child
+ * head's chunk takes scatter,
  * D / 2 + 1 reduces up (its own, the interior heads', the root's reduce
  * and multicast), D network hops, D / 2 multicasts down and gather
  * (NVIDIA/nccl v2.26.2-1 all_reduce.h NVLS_TREE: separate scatter,
  * reduce, broadcast and gather warps, the tree's sends through the net
- * proxy): 2 + (D + 1) / m switch-link loops and D NIC ones. The steady
- * loop takes the slowest of the switch links (1 + 1/m) / (eff U), the
+ * proxy): 2 + (D + 1) / nh switch-link loops and D NIC ones. The steady
+ * loop takes the slowest of the switch links (1 + 1/nh) / (eff U), the
  * NIC (both trees: 1 / (nh E) on 2 nodes, an interior node's 2 / (nh E))
  * and the per-head cap bus / (nh hb); the first loop ends after the
  * sum, so the fill is sum / slowest - 1 loops. Without a switch link or
@@ -406,7 +423,7 @@ static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
 			     uint32_t rail, double D, double hb)
 {
 	const struct topo *t = x->t;
-	double eff = t->nvls_efficiency, m = x->g.ppn_max, U, E, big, net;
+	double eff = t->nvls_efficiency, U, E, big, net;
 	double slow, bus, F;
 	uint32_t g = group_gpu(&x->g, 0), nic;
 	int64_t st = x->as->pipe[x->proto].stages;
@@ -420,11 +437,11 @@ static double nvls_tree_fill(const struct algo_ctx *x, uint32_t nh,
 		return kernel_fill(st) + D;
 	big = 1 / (eff * U);
 	net = 1 / (nh * E);
-	slow = fmax(big * (1 + 1 / m), (x->g.nnodes > 2 ? 2 : 1) * net);
+	slow = fmax(big * (1 + 1.0 / nh), (x->g.nnodes > 2 ? 2 : 1) * net);
 	bus = algo_busbw_factor(x->c->op, x->g.p);
 	if (hb > 0)
 		slow = fmax(slow, bus / (nh * hb));
-	F = (2 * big + (D + 1) * big / m + D * net) / slow - 1;
+	F = (2 * big + (D + 1) * big / nh + D * net) / slow - 1;
 	return F > 0 ? F : 0;
 }
 
@@ -432,7 +449,7 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 {
 	uint32_t N = x->g.nnodes, m = x->g.ppn_max, i, h, k, t, nh;
 	double eff = x->t->nvls_efficiency, n = x->c->bytes, D, hb, F;
-	int64_t st, hmax;
+	int64_t st;
 	uint32_t *rails;
 	struct route r;
 
@@ -455,12 +472,9 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 		x->why = "needs a NIC in every node";
 		return 1;
 	}
-	/* The NVLS graph has at most NCCL_MAX_NVLS_ARITY heads (search.cc
-	 * ncclTopoCompute: maxChannels = min(arity, GPUs); NVLSTree uses the
-	 * same graph): the first of the rails, as its search takes them. */
-	hmax = x->lib->algo[ALGO_NVLS].select_heads_max;
-	if (hmax > 0 && (int64_t)nh > hmax)
-		nh = (uint32_t)hmax;
+	/* At most nvls_heads(): the first of the rails, as its search
+	 * takes them. */
+	nh = nvls_heads(x, nh);
 	D = 2.0 * algo_floor_log2(N);
 	/* NCCL's per-head bus bandwidth (perChMaxNVLSTreeBws): the
 	 * collective's bus bandwidth is at most nh x that, the tuner's
@@ -485,7 +499,7 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 		x->pipe.max_chunk_B = x->as->pipe[x->proto].chunk_4nodes_B;
 	for (i = 0; i < x->g.p; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
-		algo_flow(x, p, n * (1 + 1.0 / m) / eff);
+		algo_flow(x, p, n * (1 + 1.0 / nh) / eff);
 		algo_route(x, p, &r, 1);
 	}
 	/* Head h of every node (one a NIC: NCCL's "NVLS Head h" log lines

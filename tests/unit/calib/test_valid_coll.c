@@ -253,6 +253,39 @@ Test(valid_coll, a_release_keeps_the_systems_keys)
 	tmpdir_remove(dir);
 }
 
+/* A release may start from another release: nccl-2.26-blackwell starts
+ * from nccl-2.26, which starts from nccl (dgx-b200's library); the table
+ * runs on both files' keys, the named one's last. Its one key that binds
+ * here is NVLS_NCHANNELS_SM100 32 (v2.26.3-1 nvls.cc), where dgx-b200
+ * keeps 24 (2.27.3+): an 8-rank 1 GiB all-reduce is NVLS with 64 KiB
+ * chunks either way (enqueue.cc: 1 GiB < 64 x 8 heads x C x 128 KiB for
+ * C = 24 and 32), so a loop moves 8 x C x 64 KiB (12 / 16 MiB): 85.3 /
+ * 64 loops of 1.2 us sync (nccl.yaml nvls), 25.6 us less with 32, and a
+ * 2-loop fill of 24 / 32 MiB at ~440 GB/s, 57.2 / 76.3 us, 19.1 us more:
+ * 32 channels are ~6.5 us faster on ~2440 us (the CLI with channels=32
+ * reads 2434.0 vs 2442.7 us), so a higher bus bandwidth than nccl-2.26
+ * with the system's 24. Before chains were read the table was an error
+ * ("starts from 'nccl-2.26', but dgx-b200 runs 'nccl'"). */
+Test(valid_coll, a_release_may_start_from_a_release)
+{
+	static const char rows[] =
+		"system: dgx-b200\n"
+		"op: allreduce\n"
+		"ranks: 8\n"
+		"rows:\n"
+		"  - [1073741824, 2400.0, 782.9]\n";
+	struct valid_set set;
+	char dir[64];
+
+	read_pair(&set, dir, "id: A-NCCL226\ncollectives: nccl-2.26\n",
+		  "id: B-NCCL226BW\ncollectives: nccl-2.26-blackwell\n", rows);
+	cr_assert_has(set.t[0].rows[0].note, "nvls/simple");
+	cr_assert_has(set.t[1].rows[0].note, "nvls/simple");
+	cr_assert_gt(set.t[1].rows[0].predicted, set.t[0].rows[0].predicted);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
 /* A release of another library than the system's is an error at the
  * key: nccl-2.26 starts from nccl, mi300x-roce runs rccl. */
 Test(valid_coll, a_release_of_another_library_is_named)

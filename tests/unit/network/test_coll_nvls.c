@@ -223,3 +223,32 @@ Test(nvls_select, bad_search_data_is_refused)
 				 sys), 0);
 	arena_release(&a);
 }
+
+/* NCCL's NVLS graph has at most NCCL_MAX_NVLS_ARITY = 32 heads
+ * (v2.26.2-1 src/include/device.h:181; search.cc maxChannels = min(32,
+ * GPUs)); a channel's loop is nHeads chunks (all_reduce.h NVLS oneNode
+ * loopCount), only heads reduce, and every GPU's switch link carries n
+ * (serving every slice's ld_reduce, taking every multicast) plus a head's
+ * own n / nHeads. So on one NVL72 domain 64 ranks have the 32 heads 32
+ * ranks have: the same link volume n (1 + 1/32), the same loops (32
+ * heads x the channels x chunk: the same chunk halvings and fill), the
+ * same 25 us NVLS step: the same time, not (1 + 1/64) / (1 + 1/32) =
+ * 0.985 of it as one head per rank gave. */
+Test(nvls_run, heads_stop_at_32)
+{
+	struct arena a;
+	const struct system_spec *s;
+	struct run r32 = { COLL_ALLREDUCE, 8 * GiB, NULL, 32, ALGO_NVLS, 1,
+			   NULL };
+	struct run r64 = r32;
+	struct net_coll_result o32, o64;
+
+	arena_init(&a);
+	s = preset(&a, "gb200-nvl72");
+	r64.n = 64;
+	o32 = coll_timed(s, &r32);
+	o64 = coll_timed(s, &r64);
+	cr_assert_str_eq(o64.algorithm, "nvls");
+	EQ_REL(o64.time_s, o32.time_s, 1e-9);
+	arena_release(&a);
+}
