@@ -29,6 +29,14 @@
  * stands (the current release). `disabled_algorithms: [A, ...]` names
  * algorithms the run switched off (NCCL_NVLS_ENABLE=0: [nvls, nvls_tree];
  * NCCL_ALGO=^A): the library picks among the others.
+ * `engine_collectives: PRESET` marks a table measured through an engine's
+ * own all-reduce kernels at every row (vLLM's custom all-reduce, the
+ * "vllm cr" tables of its ROCm quick-reduce PRs): every row is predicted
+ * by that collectives preset in place of the system's library, as a
+ * serving engine runs it (engine custom_allreduce_collectives), and
+ * scored. It names a whole model (configs/collectives/vllm-custom-
+ * allreduce.yaml), not a release over the library, so it excludes
+ * `collectives`.
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -55,6 +63,8 @@ struct ref {
 	const char *nodes;		/* system.nodes override, or NULL */
 	const char *lib;		/* collectives preset (release), or NULL */
 	const struct cnode *lib_at;	/* its key's value, for a note */
+	const char *eng;		/* engine_collectives preset, or NULL */
+	const struct cnode *eng_at;	/* its key's value */
 	int off[ALGO_COUNT];		/* 1: disabled_algorithms names it */
 	const struct cnode *off_at;	/* that key's value, for a note */
 	int op;				/* enum coll_op */
@@ -119,6 +129,23 @@ static int read_rows(const struct cnode *rows, struct ref *r,
 	return 0;
 }
 
+/* A collectives preset name at key (letters, digits, '.', '_', '-';
+ * 1 - 100, not starting with '.'), or NULL (absent): 1, or 0 after
+ * reporting at the value. */
+static int preset_name_ok(const char *name, const struct cnode *at,
+			  const char *key, struct diag *d)
+{
+	if (!name || (*name && strlen(name) <= 100 &&
+		      strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+		      strlen(name) && name[0] != '.'))
+		return 1;
+	cnode_error(d, at, "'%s': expected a collectives preset name "
+		    "(letters, digits, '.', '_', '-'; 1 - 100), got '%s'",
+		    key, name);
+	return 0;
+}
+
 /* The table's keys: any other is an error at it (a typo such as
  * 'engine_kernel_max_b' scored the engine's rows without a word). type and
  * placement say what nccl-tests printed (-d, in-place or not) and are not
@@ -126,7 +153,7 @@ static int read_rows(const struct cnode *rows, struct ref *r,
 static const char *const table_keys[] = {
 	"id", "system", "nodes", "op", "ranks", "algorithm", "gated",
 	"engine_kernel_max_B", "type", "placement", "rows", "collectives",
-	"disabled_algorithms", NULL,
+	"disabled_algorithms", "engine_collectives", NULL,
 };
 
 /* A key of the table that must be a scalar: its text, NULL when absent;
@@ -235,14 +262,17 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 	r->nodes = table_scalar(doc, "nodes", &bad, d);
 	r->lib = table_scalar(doc, "collectives", &bad, d);
 	r->lib_at = cnode_get(doc, "collectives");
-	if (r->lib && (!*r->lib || strlen(r->lib) > 100 ||
-		       strspn(r->lib, "abcdefghijklmnopqrstuvwxyz"
-			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-		       strlen(r->lib) || r->lib[0] == '.')) {
-		cnode_error(d, cnode_get(doc, "collectives"), "'collectives': "
-			    "expected a collectives preset name (letters, "
-			    "digits, '.', '_', '-'; 1 - 100), got '%s'",
-			    r->lib);
+	r->eng = table_scalar(doc, "engine_collectives", &bad, d);
+	r->eng_at = cnode_get(doc, "engine_collectives");
+	if (!preset_name_ok(r->lib, r->lib_at, "collectives", d))
+		bad = 1;
+	if (!preset_name_ok(r->eng, r->eng_at, "engine_collectives", d))
+		bad = 1;
+	if (r->lib && r->eng) {
+		cnode_error(d, r->eng_at, "'engine_collectives' and "
+			    "'collectives' both name the table's model: an "
+			    "engine's own all-reduce replaces the library, "
+			    "a release sits over it; give one");
 		bad = 1;
 	}
 	op = table_scalar(doc, "op", &bad, d);
@@ -556,6 +586,11 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	}
 	if (r.lib && release_sets(cx, &r, sets, &nsets, &lib_of) != 0)
 		return -1;
+	if (r.eng && !(sets[nsets++] = arena_printf(cx->arena,
+						    "collectives=%s", r.eng))) {
+		diag_oom(cx->diag);
+		return -1;
+	}
 	nbase = nsets;
 	for (k = 0; k < ALGO_COUNT; k++)
 		if (r.off[k]) {	/* every protocol of it off */
@@ -569,6 +604,10 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 			diag_note(cx->diag, r.lib_at->file, r.lib_at->line,
 				  r.lib_at->col, "'collectives: %s' of this "
 				  "table", r.lib);
+		if (r.eng && !cx->diag->oom)
+			diag_note(cx->diag, r.eng_at->file, r.eng_at->line,
+				  r.eng_at->col, "'engine_collectives: %s' of "
+				  "this table", r.eng);
 		return -1;
 	}
 	if (lib_of && (!s->collectives || !s->collectives->name ||
@@ -586,10 +625,12 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 	for (i = 0; i < r.ranks; i++)
 		gpus[i] = i;
 	snprintf(t->id, sizeof(t->id), "%s", r.id);
-	snprintf(t->title, sizeof(t->title), "%s, %u ranks on %s%s%s%s%s (%s)",
-		 coll_op_names[r.op], r.ranks, r.system, r.nodes ? ", " : "",
-		 r.nodes ? r.nodes : "", r.nodes ? " nodes" : "",
-		 r.gated ? "" : ", extra (not gated)", path);
+	snprintf(t->title, sizeof(t->title),
+		 "%s, %u ranks on %s%s%s%s%s%s%s (%s)", coll_op_names[r.op],
+		 r.ranks, r.system, r.nodes ? ", " : "", r.nodes ? r.nodes : "",
+		 r.nodes ? " nodes" : "", r.eng ? ", engine's own: " : "",
+		 r.eng ? r.eng : "", r.gated ? "" : ", extra (not gated)",
+		 path);
 	t->unit = "GB/s";
 	t->gated = r.gated;
 	for (k = 0; k < r.n; k++) {

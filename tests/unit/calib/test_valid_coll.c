@@ -395,3 +395,60 @@ Test(valid_coll, disabled_algorithms_are_not_blamed_for_other_failures)
 		tmpdir_remove(dir);
 	}
 }
+
+/* 2 KiB on 4 MI300X, the first row of vllm-project/vllm PR #19744's TP=4
+ * table (7.18 us; busbw 1.5 x 2048 B / 7.18 us = 0.43 GB/s). */
+#define MI300X_4G                                                         \
+	"system: mi300x-roce\n"                                           \
+	"op: allreduce\n"                                                 \
+	"ranks: 4\n"                                                      \
+	"rows:\n"                                                         \
+	"  - [2048, 7.18, 0.43]\n"
+
+/* `engine_collectives: vllm-custom-allreduce` prices every row with that
+ * preset in place of the system's library (RCCL here), as the vllm-rocm
+ * engine prices its TP all-reduces: its direct algorithm (two all-pairs
+ * phases), base 10.0 us launch included, the phases' 2 x 3/4 x 2048 B =
+ * 3072 B at <= 90 GB/s adding 0.03 us and the xGMI hops' latency a little
+ * more: 10.0-10.2 us. RCCL's own at 2 KiB on these 4 GPUs is MSCCL's
+ * all-pairs program (rccl.yaml direct, LL): base 12 us + one 0.8 us hop
+ * for each of its two shots = 13.6 us before the bandwidth term: more
+ * than 13 us. The row is scored (it is the engine's kernel the table
+ * measured). */
+Test(valid_coll, an_engines_own_allreduce_prices_every_row)
+{
+	struct valid_set set;
+	char dir[64];
+	double t_eng, t_lib;
+
+	read_pair(&set, dir, "id: A-VLLM-CR\nengine_collectives: "
+		  "vllm-custom-allreduce\n", "id: B-RCCL\n", MI300X_4G);
+	cr_assert_has(set.t[0].title, "engine's own: vllm-custom-allreduce");
+	cr_assert_has(set.t[0].rows[0].note, "direct/simple, ");
+	cr_assert_eq(sscanf(strchr(set.t[0].rows[0].note, ',') + 2, "%lf",
+			    &t_eng), 1);
+	cr_assert_eq(sscanf(strchr(set.t[1].rows[0].note, ',') + 2, "%lf",
+			    &t_lib), 1);
+	cr_assert(t_eng > 10.0 && t_eng < 10.2, "%.3f us", t_eng);
+	cr_assert(t_lib > 13.0, "%.3f us", t_lib);
+	cr_assert_eq(set.t[0].rows[0].scored, 1);
+	/* busbw 1.5 x 2048 B / t_eng us */
+	cr_assert_float_eq(set.t[0].rows[0].predicted,
+			   1.5 * 2048 / t_eng / 1e3, 2e-3);
+	valid_set_release(&set);
+	tmpdir_remove(dir);
+}
+
+/* Both keys, a bad name, a preset that is not there: each an error at
+ * the table's key. */
+Test(valid_coll, bad_engine_collectives_are_named)
+{
+	expect_bad("id: BAD\ncollectives: rccl\nengine_collectives: "
+		   "vllm-custom-allreduce\n", MI300X_4G,
+		   "'engine_collectives' and 'collectives' both name");
+	expect_bad("id: BAD\nengine_collectives: ../x\n", MI300X_4G,
+		   "'engine_collectives': expected a collectives preset name");
+	expect_bad("id: BAD\nengine_collectives: vllm-custom-allreduce-x\n",
+		   MI300X_4G, "'engine_collectives: vllm-custom-allreduce-x' of "
+		   "this table");
+}
