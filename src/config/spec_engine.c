@@ -609,7 +609,14 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "auto_size_rule", .type = ST_SECTION, .offset = OFF(auto_rule),
 	  .sub = &auto_schema, .flags = SF_OPTIONAL,
 	  .help = "auto_size: caps and rounding steps (the KV fraction is "
-		  "memory_fraction, which trtllm-bench passes on)" },
+		  "auto_size_fraction, else memory_fraction)" },
+	{ .key = "auto_size_fraction", .type = ST_NUM,
+	  .offset = OFF(auto_size_fraction), .min = 0, .max = 1, .def = "0",
+	  .help = "auto_size: the KV fraction trtllm-bench's sizing reads "
+		  "(its --kv_cache_free_gpu_mem_fraction); 0: memory_fraction. "
+		  "Set it apart from memory_fraction when the llm_options carry "
+		  "a kv_cache_config, which replaces trtllm-bench's KvCacheConfig "
+		  "(and the flag's fraction) whole" },
 };
 
 /* Steps one longer than their bounds, bounds rising. */

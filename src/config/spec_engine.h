@@ -463,6 +463,9 @@ struct engine_spec {
 	int auto_size;				/* trtllm-bench: max seqs and tokens from KV
 						 * capacity and the job's lengths */
 	struct engine_auto_size auto_rule;	/* how auto_size rounds */
+	double auto_size_fraction;		/* the KV fraction auto_size reads
+						 * (trtllm-bench's CLI flag); 0:
+						 * memory_fraction */
 };
 
 extern const struct schema engine_schema;

@@ -152,10 +152,21 @@ static double trtllm_head_size(const struct model_spec *m)
 
 /* trtllm-bench's sizing (tensorrt_llm/bench/build/tuning.py,
  * calc_engine_setting and finetune_setting): requests the KV memory holds
- * at the job's mean lengths (the engine's KV fraction of what the engine
- * size leaves of every GPU's memory, as trtllm-bench passes its
- * --kv_cache_free_gpu_mem_fraction), capped and rounded up optimistically
- * by the engine's auto_size_rule. */
+ * at the job's mean lengths (the KV fraction of what the engine size
+ * leaves of every GPU's memory), capped and rounded up optimistically by
+ * the engine's auto_size_rule. The fraction is trtllm-bench's
+ * --kv_cache_free_gpu_mem_fraction (get_settings passes it to the sizing):
+ * the engine's auto_size_fraction where set, else memory_fraction. The
+ * two differ when the llm_options carry a kv_cache_config: RuntimeConfig.
+ * get_llm_args puts the flag's fraction in trtllm-bench's own
+ * KvCacheConfig, then update_llm_args_with_extra_options replaces the
+ * whole kv_cache_config with the file's (llm_args | llm_args_dict, a
+ * shallow merge), whose free_gpu_memory_fraction is KvCacheConfig's
+ * default, 0.9 (tensorrt_llm/bench/dataclasses/configuration.py @
+ * 000a01de and @ 2787769c, bench/benchmark/throughput.py @ 000a01de,
+ * llmapi update_llm_args_with_extra_dict: every stored version merges
+ * shallowly): the sizing reads the flag, the executor's pool the file's
+ * fraction (memory_fraction). */
 static void trtllm_auto_size(struct infer_ctx *x)
 {
 	const struct job_spec *j = x->job;
@@ -170,7 +181,9 @@ static void trtllm_auto_size(struct infer_ctx *x)
 	double engine_gib = auto_engine_B(x) / gib;
 	double avail = x->gpu->hbm.capacity_B / gib * n - engine_gib;
 	double isl = s->input_len.mean, osl = fmax(s->output_len.mean, 1);
-	double reqs = avail * x->eng->memory_fraction / (tok_gib * (isl + osl));
+	double frac = x->eng->auto_size_fraction > 0 ?
+		      x->eng->auto_size_fraction : x->eng->memory_fraction;
+	double reqs = avail * frac / (tok_gib * (isl + osl));
 	double bs = fmin(reqs, (double)r->max_seqs) / (double)x->pp;
 	double tok = fmin(bs * (1 + isl / osl), (double)r->max_tokens);
 

@@ -563,6 +563,49 @@ Test(infer, trtllm_auto_size_rounds_by_the_rule)
 }
 
 /*
+ * The sizing reads auto_size_fraction (trtllm-bench's
+ * --kv_cache_free_gpu_mem_fraction) where it is set, else memory_fraction
+ * (infer_prog.c trtllm_auto_size): the pool's fraction (memory_fraction)
+ * leaves it alone. Qwen3-30B-A3B bf16 on one H100, 1000/1000, as in
+ * trtllm_auto_size_rounds_by_the_rule: 22.777 GiB left, 9.155e-5 GiB of
+ * KV a token, 0.1831 GiB a request.
+ *   fraction 0.9: 111.95 requests -> 128 (that test)
+ *   fraction 0.5: 22.777 x 0.5 / 0.1831 = 62.19 -> max(64, 32 x
+ *     ceil(1.94)) = 64; tokens 124.4 -> 2048 (unchunked max(2048, 1064))
+ * So (memory 0.9, sizing 0.5) and (memory 0.5, unset) give 64, (memory
+ * 0.5, sizing 0.9) 128.
+ */
+Test(infer, trtllm_auto_size_reads_its_own_fraction)
+{
+	static const struct {
+		const char *mem, *size;
+		int64_t seqs;
+	} c[] = {
+		{"serving.engine.memory_fraction=0.9",
+		 "serving.engine.auto_size_fraction=0.5", 64},
+		{"serving.engine.memory_fraction=0.5",
+		 "serving.engine.auto_size_fraction=0", 64},
+		{"serving.engine.memory_fraction=0.5",
+		 "serving.engine.auto_size_fraction=0.9", 128},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *sets[] = {"phase=serving", "serving.requests=10",
+				      "serving.engine.auto_size=true",
+				      "serving.kv_dtype=bf16",
+				      "serving.input_len=1000",
+				      "serving.output_len=1000", c[i].mem,
+				      c[i].size};
+		struct arena a;
+
+		arena_init(&a);
+		check_auto_size(&a, sets, 8, c[i].seqs, 2048);
+		arena_release(&a);
+	}
+}
+
+/*
  * calc_engine_setting's engine size is the checkpoint's parameter count
  * times BYTES_PER_ELEM of its quantization (trtllm.yaml param_B*), not
  * the weights the GPUs hold.

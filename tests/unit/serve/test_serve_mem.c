@@ -342,3 +342,33 @@ Test(serve, trtllm_comm_memory_outside_torch)
 	cr_assert_float_eq(m.workspace_B - m0.workspace_B, 487211008.0, 0.5);
 	cr_assert_float_eq(m.weights_B, m0.weights_B, 0);
 }
+
+/*
+ * The pool's fraction is memory_fraction, the sizing's auto_size_fraction
+ * (infer_prog.c trtllm_auto_size): the developer-guide DeepSeek-R1 job on
+ * 8 H200 (pool 0.9, sizing 0.95: its llm_options' kv_cache_config replaces
+ * trtllm-bench's). TensorRT-LLM's rule (memory_rule free) gives the KV
+ * the fraction of what the weights and the dry run's activations leave;
+ * with the sizing held at 0.95 the activations (max_num_tokens) do not
+ * move, so the pool at 0.95 is the pool at 0.9 times 0.95 / 0.9, and its
+ * tokens whole pages of 32 of 61 x 576 x 1 B = 35,136 B (FP8 latent).
+ */
+Test(serve, trtllm_pool_fraction_is_not_the_sizing_fraction)
+{
+	const char *job = "results/reference/inference/"
+			  "I-TRTLLMDG-H200-DEP8-DSR1-FP8-1024-1024.yaml";
+	const char *as_run[] = {"serving.requests=2"};
+	const char *pool95[] = {"serving.requests=2",
+				"serving.engine.memory_fraction=0.95"};
+	struct infer_mem m90, m95;
+
+	mem_of(job, as_run, 1, &m90);
+	mem_of(job, pool95, 2, &m95);
+	cr_assert_float_eq(m95.activations_B, m90.activations_B, 0);
+	cr_assert_float_eq(m95.weights_B, m90.weights_B, 0);
+	cr_assert_float_eq(m95.kv_cache_B, m90.kv_cache_B * 0.95 / 0.9,
+			   1e-9 * m95.kv_cache_B);
+	cr_assert_float_eq(m90.kv_token_B, 35136, 0);
+	cr_assert_float_eq(m90.kv_tokens,
+			   floor(m90.kv_cache_B / 35136 / 32) * 32, 0);
+}
