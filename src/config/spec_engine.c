@@ -344,6 +344,21 @@ static const struct schema_field engine_fields[] = {
 	  .help = "compute capabilities (major x 10 + minor: 90 for sm90) "
 		  "whose default attention backend takes attention sinks "
 		  "(with sink_attn_block_m)" },
+	{ .key = "mixed_attn_block_m", .type = ST_INT,
+	  .offset = OFF(mixed_attn_block_m), .min = 0, .max = 1024, .def = "0",
+	  .help = "query rows a program of the engine's one variable-length "
+		  "flash kernel holds when a step mixes prompt and decode "
+		  "tokens on an NVIDIA GPU whose compute capability is in "
+		  "mixed_attn_unpacked_cc: every decode token then takes one "
+		  "program per query head (no GQA packing), each reading its "
+		  "KV head's keys from HBM; 0: never (a decode kernel of its "
+		  "own)" },
+	{ .key = "mixed_attn_unpacked_cc", .type = ST_INT_LIST,
+	  .offset = OFF(mixed_attn_unpacked_cc), .flags = SF_OPTIONAL,
+	  .min = 10, .max = 1000,
+	  .help = "compute capabilities (major x 10 + minor: 80 for sm80) "
+		  "where that kernel runs without GQA packing (with "
+		  "mixed_attn_block_m)" },
 	{ .key = "decode_kernel", .type = ST_ENUM,
 	  .offset = OFF(decode_kernel), .values = engine_decode_kernel_names,
 	  .def = "flash",

@@ -408,6 +408,17 @@ struct engine_spec {
 	struct schema_int_list sink_attn_native_cc; /* compute capabilities (major x
 						 * 10 + minor) whose default attention
 						 * backend takes sinks */
+	int64_t mixed_attn_block_m;		/* query rows of one query head a
+						 * program of the single varlen flash
+						 * kernel holds when a step mixes prompt
+						 * and decode tokens on a GPU in
+						 * mixed_attn_unpacked_cc: each decode
+						 * token's query heads then take a program
+						 * each, reading their KV head's keys
+						 * apiece; 0: never */
+	struct schema_int_list mixed_attn_unpacked_cc; /* compute capabilities
+						 * (major x 10 + minor) where that kernel
+						 * does not pack a KV head's query heads */
 	int64_t mxfp4_marlin_pad_ffn;		/* elements: MXFP4 experts under Marlin
 						 * hold their per-rank intermediate size
 						 * padded to a multiple of this; 0: none */

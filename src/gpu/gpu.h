@@ -349,6 +349,18 @@ struct gpu_cost gpu_attention_decode(const struct gpu_spec *g, enum dtype dt,
 				     const struct gpu_attn_group *grp,
 				     int ngroups);
 
+/* A step's prompt groups (pre) and decode groups (dec) in the prefill
+ * kernel's one variable-length launch where that kernel does not pack a
+ * KV head's query heads (FlashAttention 2's varlen path unless every
+ * query is a single token): each decode token and query head is a
+ * program of rows_m query rows (the kernel's tile, all but one row
+ * empty) reading its KV head's keys from HBM itself. */
+struct gpu_cost gpu_attention_mixed(const struct gpu_spec *g, enum dtype dt,
+				    const struct gpu_attn_heads *h,
+				    const struct gpu_attn_group *pre, int npre,
+				    const struct gpu_attn_group *dec, int ndec,
+				    double rows_m);
+
 /* A token-level sparse attention kernel that gathers a fixed `slots` keys
  * for every query, whatever its causal length (FlashMLA's sparse prefill:
  * one CTA per query token and tile of `cta_heads` query heads, looping

@@ -25,6 +25,32 @@
  *
  *     t = t_launch + max(t_c(all units), D / B_hbm)
  *
+ * Mixed steps in one kernel without GQA packing (gpu_attention_mixed):
+ * vLLM V1's FlashAttention backend sends every token of a step to one
+ * flash_attn_varlen_func (v1/attention/backends/flash_attn.py
+ * FlashAttentionImpl.forward), and on FlashAttention 2 that call packs a
+ * KV head's query heads only when every query is one token
+ * (vllm-project/flash-attention csrc/flash_attn/flash_api.cpp
+ * mha_varlen_fwd: seqlenq_ngroups_swapped = max_seqlen_q == 1 && ...;
+ * vLLM's own use_cascade_attention: "use_flash_decoding = ... and
+ * np.all(query_lens == 1)"). A paged cache runs the split-KV kernel
+ * (run_mha_fwd with force_split_kernel = paged_KV; flash_fwd_launch_
+ * template.h run_mha_fwd_splitkv_dispatch: kBlockM = 64, grid (query
+ * blocks, sequences, query heads)), so a decode token of a step with
+ * prompt tokens is h_q programs of one real row each, and each program
+ * loads its KV head's keys itself. The programs of one sequence's query
+ * heads lie a grid plane of (query block, sequence) apart, the plane
+ * holding a program of every decode sequence (80 sequences of 2K bf16
+ * keys at 512 B: 84 MB a KV head, twice A100's 40 MB L2), so each is
+ * taken to read from HBM [?: no profile of the hit rate; an adjacent
+ * head's program, dispatched about half the resident CTAs later, may
+ * find part of its keys in L2]. Their units are rows_m rows over the kv
+ * keys, the
+ * prompt groups' units as above, one launch, one union:
+ *
+ *     D_dec = sum count (q h_q (d + d_v) e + kv h_q w e_kv + q h_q 4)
+ *     t = t_launch + max(t_c(all units), (D_pre + D_dec) / B_hbm)
+ *
  * Decode (q small: one token, or 1 + k draft tokens under verification):
  * flash-decoding with split KV (Dao et al. 2023; FlashInfer, vLLM's paged
  * attention v2, FlashMLA). A work unit is one (sequence, KV head); its
@@ -255,25 +281,29 @@ static double union_s(const struct gpu_units *u, double cus)
 	return gpu_attn_schedule_s(u, 1, cus, !equal);
 }
 
-struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
-				      const struct gpu_attn_heads *h,
-				      const struct gpu_attn_group *grp,
-				      int ngroups)
+/* The prefill kernel's work and bytes for groups grp: units of b query
+ * rows per query head (b = 0: no tiling, FLOPs at the rate), each
+ * sequence's keys read for heads_read KV heads (h->heads_kv; the query
+ * heads where the kernel does not pack them). */
+struct flash_sum {
+	struct gpu_units all;
+	double flops, bytes, stream_B;
+};
+
+static void flash_groups(const struct gpu_spec *g, double e, double rate,
+			 const struct gpu_attn_heads *h, double heads_read,
+			 const struct gpu_attn_group *grp, int ngroups,
+			 double b, struct flash_sum *f)
 {
-	double cus = (double)g->compute_units, b = (double)g->attention.block_q;
-	double rate, bw, e = dtype_bytes(dt), flops = 0, bytes = 0, comp_s;
-	double tile_s, unit_s, stream_B = 0, memory_s;
-	struct gpu_units all = {0, 0, 0, 0};
+	double cus = (double)g->compute_units;
+	double bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
+	double tile_s = b * b * pair_flops(h) / (rate / cus);
+	double unit_s = g->gemm_tile_overhead_s +
+			b * h->head_dim_qk * e / (bw / cus);
+	struct gpu_attn_heads hr = *h;
 	int i;
 
-	gpu_require_dtype(g, dt);
-	check_heads(h);
-	rate = gpu_attn_rate(g, dt, h->fwd_efficiency > 0 ? h->fwd_efficiency :
-			     g->attention.fwd_efficiency,
-			     h->head_dim_qk, h->head_dim_v, 0);
-	bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
-	tile_s = b * b * pair_flops(h) / (rate / cus);
-	unit_s = g->gemm_tile_overhead_s + b * h->head_dim_qk * e / (bw / cus);
+	hr.heads_kv = heads_read;
 	for (i = 0; i < ngroups; i++) {
 		struct gpu_attn_shape a;
 		struct gpu_units u;
@@ -282,25 +312,84 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 		if (grp[i].count == 0 || grp[i].q == 0)
 			continue;
 		a = group_shape(h, &grp[i]);
-		flops += grp[i].count * h->heads_q * gpu_attn_pairs(&a) *
-			 pair_flops(h);
-		bytes += group_bytes(h, &grp[i], e);
+		f->flops += grp[i].count * h->heads_q * gpu_attn_pairs(&a) *
+			    pair_flops(h);
+		f->bytes += group_bytes(&hr, &grp[i], e);
 		if (h->stream_rows > 0)
-			stream_B += grp[i].count * h->heads_kv *
-				    stream_keys(h, &grp[i]) * kv_width(h) *
-				    h->kv_B;
+			f->stream_B += grp[i].count * h->heads_kv *
+				       stream_keys(h, &grp[i]) * kv_width(h) *
+				       h->kv_B;
 		if (b > 0) {
 			u = gpu_attn_units(g, &a, b, unit_s, tile_s, 0);
-			add_units(&all, &u, grp[i].count * h->heads_q);
+			add_units(&f->all, &u, grp[i].count * h->heads_q);
 		}
 	}
-	if (flops == 0)
+}
+
+static double prefill_rate(const struct gpu_spec *g, enum dtype dt,
+			   const struct gpu_attn_heads *h)
+{
+	return gpu_attn_rate(g, dt, h->fwd_efficiency > 0 ? h->fwd_efficiency :
+			     g->attention.fwd_efficiency,
+			     h->head_dim_qk, h->head_dim_v, 0);
+}
+
+static struct gpu_cost flash_cost(const struct gpu_spec *g, double rate,
+				  const struct flash_sum *f, int tiled)
+{
+	double cus = (double)g->compute_units, comp_s, memory_s;
+
+	if (f->flops == 0)
 		return (struct gpu_cost){0, 0, 0, GPU_BOUND_COMPUTE, GPU_LEVEL_HBM, 0};
-	comp_s = b > 0 ? gpu_attn_schedule_s(&all, 1, cus, 1) : flops / rate;
-	memory_s = fmax(bytes / bw,
-			stream_B / gpu_level_bandwidth_Bps(g, GPU_LEVEL_L2));
-	return gpu_make_cost(g, flops, bytes, GPU_LEVEL_HBM, 1,
+	comp_s = tiled ? gpu_attn_schedule_s(&f->all, 1, cus, 1) :
+		 f->flops / rate;
+	memory_s = fmax(f->bytes / gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM),
+			f->stream_B / gpu_level_bandwidth_Bps(g, GPU_LEVEL_L2));
+	return gpu_make_cost(g, f->flops, f->bytes, GPU_LEVEL_HBM, 1,
 			     fmax(comp_s, memory_s), comp_s, memory_s);
+}
+
+struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
+				      const struct gpu_attn_heads *h,
+				      const struct gpu_attn_group *grp,
+				      int ngroups)
+{
+	double b = (double)g->attention.block_q, rate;
+	struct flash_sum f = {{0, 0, 0, 0}, 0, 0, 0};
+
+	gpu_require_dtype(g, dt);
+	check_heads(h);
+	rate = prefill_rate(g, dt, h);
+	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, grp, ngroups,
+		     b, &f);
+	return flash_cost(g, rate, &f, b > 0);
+}
+
+/* Prompt and decode groups in the prefill kernel's one launch, the decode
+ * groups unpacked (see gpu.h): their units rows_m query rows per query
+ * head, each reading its KV head's keys. */
+struct gpu_cost gpu_attention_mixed(const struct gpu_spec *g, enum dtype dt,
+				    const struct gpu_attn_heads *h,
+				    const struct gpu_attn_group *pre, int npre,
+				    const struct gpu_attn_group *dec, int ndec,
+				    double rows_m)
+{
+	double b = (double)g->attention.block_q, rate;
+	struct flash_sum f = {{0, 0, 0, 0}, 0, 0, 0};
+	struct gpu_attn_heads hd = *h;
+
+	gpu_require_dtype(g, dt);
+	check_heads(h);
+	gpu_require_size(rows_m, "mixed attention rows a program");
+	if (!(b > 0) || !(rows_m > 0))
+		BUG("mixed attention without tiles");
+	rate = prefill_rate(g, dt, h);
+	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, pre, npre, b,
+		     &f);
+	hd.stream_rows = 0;
+	flash_groups(g, dtype_bytes(dt), rate, &hd, h->heads_q, dec, ndec,
+		     rows_m, &f);
+	return flash_cost(g, rate, &f, 1);
 }
 
 /* Token-level sparse attention over a fixed number of gathered key slots

@@ -299,6 +299,28 @@ static double sink_rows(const struct model_spec *m,
 	return (double)e->sink_attn_block_m;
 }
 
+/* One varlen flash kernel for a step's prompt and decode tokens, the
+ * decode tokens' query heads unpacked (vLLM V1 on FlashAttention 2; gpu.h
+ * gpu_attention_mixed): its programs' rows (engine mixed_attn_block_m) on
+ * a GPU in mixed_attn_unpacked_cc; 0 elsewhere, for MLA (own backends)
+ * and under the sink rule (Triton). */
+static double mixed_rows(const struct model_spec *m,
+			 const struct engine_spec *e, const struct gpu_spec *g,
+			 double sink)
+{
+	long cc;
+	size_t i;
+
+	if (!e || e->mixed_attn_block_m <= 0 || sink > 0 ||
+	    model_is_mla(m) || !g->arch || strncmp(g->arch, "sm", 2) != 0)
+		return 0;
+	cc = strtol(g->arch + 2, NULL, 10);
+	for (i = 0; i < e->mixed_attn_unpacked_cc.n; i++)
+		if (e->mixed_attn_unpacked_cc.v[i] == cc)
+			return (double)e->mixed_attn_block_m;
+	return 0;
+}
+
 void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 			 struct infer_dims *d)
 {
@@ -335,6 +357,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 			d->dsa_pad_heads = fmax(1, g->flashmla_sparse_heads);
 	}
 	d->sink_rows = sink_rows(m, s->engine, g);
+	d->mixed_rows = mixed_rows(m, s->engine, g, d->sink_rows);
 	d->base = layer_job_act_dtype(j);	/* bf16 */
 	d->weight = (enum dtype)s->dtype;
 	d->compute = infer_compute_dtype(j, g);
@@ -431,7 +454,8 @@ static void tpcoll(struct infer_ops *o, const struct infer_dims *d,
 	infer_op_coll(o, name, IOP_TP, d->tp, c, bytes);
 }
 
-static void attention(struct infer_ops *o, const struct infer_batch *b)
+static void attention(struct infer_ops *o, const struct infer_dims *d,
+		      const struct infer_batch *b)
 {
 	struct infer_op *op;
 	int i, pre = 0, dec = 0;
@@ -448,8 +472,9 @@ static void attention(struct infer_ops *o, const struct infer_batch *b)
 		op = infer_op_push(o, "attn_prefill", IOP_KERNEL);
 		op->kern = IK_ATTN_PREFILL;
 		op->attention = 1;
+		op->mixed = dec && d->mixed_rows > 0;
 	}
-	if (dec) {
+	if (dec && !(pre && d->mixed_rows > 0)) {
 		op = infer_op_push(o, "attn_decode", IOP_KERNEL);
 		op->kern = IK_ATTN_DECODE;
 		op->attention = 1;
@@ -525,7 +550,7 @@ static void norm(struct infer_ops *o, const struct infer_dims *d,
 static void attn_tail(const struct infer_dims *d, const struct infer_batch *b,
 		      double t, double q, struct infer_ops *o)
 {
-	attention(o, b);
+	attention(o, d, b);
 	/* the output gate, attn_output * sigmoid(gate) (vLLM qwen3_next.py
 	 * Qwen3NextAttention): two elementwise kernels, the sigmoid (read
 	 * and write T q B) and the product (read 2 T q B, write T q B) */
@@ -761,7 +786,7 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op->attention = 1;
 	}
 	i = o->n;
-	attention(o, b);
+	attention(o, d, b);
 	for (; mha && i < o->n; i++)
 		if (o->op[i].kern == IK_ATTN_PREFILL)
 			o->op[i].dense_mha = 1;

@@ -208,6 +208,13 @@ struct infer_dims {
 				 * sinks on a GPU outside the engine's
 				 * sink_attn_native_cc): query rows a
 				 * program holds; 0: the flash kernel */
+	double mixed_rows;	/* a step with prompt and decode tokens runs
+				 * them in one flash kernel that does not
+				 * pack the decode tokens' query heads (the
+				 * engine's mixed_attn_block_m on a GPU in
+				 * its mixed_attn_unpacked_cc): query rows a
+				 * program holds; 0: a decode kernel of their
+				 * own */
 	enum dtype base;	/* everything but the quantized GEMMs (bf16) */
 	enum dtype weight;	/* weights of the linear layers */
 	enum dtype compute;	/* matrix rate of the linear layers */
@@ -412,6 +419,8 @@ struct infer_op {
 	enum iop_kind kind;
 	enum iop_kern kern;	/* IOP_KERNEL */
 	int attention;		/* part of attention (not captured piecewise) */
+	int mixed;		/* IK_ATTN_PREFILL: the decode groups run in
+				 * it too, unpacked (infer_dims mixed_rows) */
 	int dense_mha;		/* DSA prefill in DeepSeek's masked MHA mode:
 				 * decompressed heads over every causal key
 				 * (infer.c dsa_prefill_mha) */

@@ -272,6 +272,23 @@ static struct gpu_cost sparse_gather_cost(const struct infer_dims *d,
 				    g->flashmla_sparse_efficiency);
 }
 
+/* The prompt groups' flash kernel with the decode groups in it, unpacked
+ * (infer_dims mixed_rows; gpu.h gpu_attention_mixed). */
+static struct gpu_cost mixed_cost(const struct infer_dims *d,
+				  const struct infer_batch *b,
+				  const struct infer_kind *kind,
+				  const struct gpu_spec *g)
+{
+	struct gpu_attn_group pre[INFER_MAX_ATTN_GROUPS];
+	struct gpu_attn_group dec[INFER_MAX_ATTN_GROUPS];
+	struct gpu_attn_heads h;
+	int np = groups_of(b, 1, kind, pre), nd = groups_of(b, 0, kind, dec);
+
+	attn_heads(d, 0, kind, &h);
+	return gpu_attention_mixed(g, d->base, &h, pre, np, dec, nd,
+				   d->mixed_rows);
+}
+
 static struct gpu_cost kern_cost(const struct infer_op *op,
 				 const struct infer_dims *d,
 				 const struct infer_batch *b,
@@ -311,6 +328,8 @@ static struct gpu_cost kern_cost(const struct infer_op *op,
 	case IK_GROUPED:
 		return grouped_cost(op, d, g);
 	case IK_ATTN_PREFILL:
+		if (op->mixed)
+			return mixed_cost(d, b, kind, g);
 		n = groups_of(b, 1, kind, grp);
 		attn_heads(d, 0, kind, &h);
 		if (op->dense_mha) {	/* DSA's masked MHA: decompressed */
