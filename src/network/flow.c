@@ -125,7 +125,9 @@ struct flownet *flow_new(const struct topo *t, struct sim *sim)
 	f->mm = mm_new();
 	f->guests = 1;
 	f->holder = mem_calloc(t->nlinks + 1, sizeof(*f->holder));
-	if (!f->mm || !f->holder)
+	/* one allocation for every link's constraint: grown by doubling,
+	 * a 16,384-GPU fabric's were copied and faulted in ~12 times */
+	if (!f->mm || !f->holder || mm_cons_reserve(f->mm, t->nlinks) != 0)
 		goto fail;
 	for (i = 0; i < t->nlinks; i++)
 		if (mm_cons_add(f->mm, t->links[i].cap_Bps) != i)

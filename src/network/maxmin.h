@@ -37,6 +37,11 @@ void mm_free(struct mm *m);
 /* A constraint of capacity cap_Bps > 0. MM_NONE when out of memory. */
 mm_id mm_cons_add(struct mm *m, double cap_Bps);
 
+/* Room for n constraints in all (ids and results as without: only the
+ * growth of the arrays, one at a time doubling, is skipped). 0, or -1
+ * out of memory. */
+int mm_cons_reserve(struct mm *m, uint32_t n);
+
 /*
  * A variable using cons[i] with coefficient coef[i] > 0 for i < n (a
  * constraint may appear once), with rate at most bound_Bps (0 = no bound;

@@ -71,6 +71,56 @@ void mm_free(struct mm *m)
 	mem_free(m);
 }
 
+/* Grow the constraint arrays to ncap (> capcons); 0 or -1 (the
+ * arrays as they were, or grown but capcons not: still consistent). */
+static int cons_room(struct mm *m, uint32_t ncap)
+{
+	void *mem = mem_alloc((size_t)ncap * sizeof(struct cons) + CONS_ALIGN);
+	struct cons *nc;
+	uint32_t *nb, i;
+	uint8_t *nd;
+	uint32_t *ny;
+
+	if (!mem)
+		return -1;
+	nc = (struct cons *)((uintptr_t)mem + CONS_ALIGN -
+			     (uintptr_t)mem % CONS_ALIGN);
+	if (m->ncons)
+		memcpy(nc, m->cons, (size_t)m->ncons * sizeof(*nc));
+	/* a list of one is the constraint's own: it moved */
+	for (i = 0; i < m->ncons; i++)
+		if (nc[i].capn == 1)
+			nc[i].list = &nc[i].one;
+	mem_free(m->cons_mem);
+	m->cons_mem = mem;
+	m->cons = nc;
+	nb = mem_realloc(m->busy, (size_t)ncap * sizeof(*nb));
+	if (!nb)
+		return -1;
+	m->busy = nb;
+	nb = mem_realloc(m->cmark, (size_t)ncap * sizeof(*nb));
+	if (!nb)
+		return -1;
+	m->cmark = nb;
+	nd = mem_realloc(m->cdirty, (size_t)ncap * sizeof(*nd));
+	if (!nd)
+		return -1;
+	m->cdirty = nd;
+	ny = mem_realloc(m->cdying, (size_t)ncap * sizeof(*ny));
+	if (!ny)
+		return -1;
+	m->cdying = ny;
+	m->capcons = ncap;
+	return 0;
+}
+
+int mm_cons_reserve(struct mm *m, uint32_t n)
+{
+	if (n > ID_LIMIT)
+		n = ID_LIMIT;
+	return n > m->capcons ? cons_room(m, n) : 0;
+}
+
 mm_id mm_cons_add(struct mm *m, double cap_Bps)
 {
 	struct cons *c;
@@ -79,46 +129,9 @@ mm_id mm_cons_add(struct mm *m, double cap_Bps)
 		BUG("constraint capacity must be positive and finite");
 	if (m->ncons == ID_LIMIT)
 		return MM_NONE;
-	if (m->ncons == m->capcons) {
-		uint32_t ncap = m->capcons ? m->capcons * 2 : 64, i;
-		void *mem = mem_alloc((size_t)ncap * sizeof(struct cons) +
-				      CONS_ALIGN);
-		struct cons *nc;
-		uint32_t *nb;
-		uint8_t *nd;
-		uint32_t *ny;
-
-		if (!mem)
-			return MM_NONE;
-		nc = (struct cons *)((uintptr_t)mem + CONS_ALIGN -
-				     (uintptr_t)mem % CONS_ALIGN);
-		if (m->ncons)
-			memcpy(nc, m->cons, (size_t)m->ncons * sizeof(*nc));
-		/* a list of one is the constraint's own: it moved */
-		for (i = 0; i < m->ncons; i++)
-			if (nc[i].capn == 1)
-				nc[i].list = &nc[i].one;
-		mem_free(m->cons_mem);
-		m->cons_mem = mem;
-		m->cons = nc;
-		nb = mem_realloc(m->busy, (size_t)ncap * sizeof(*nb));
-		if (!nb)
-			return MM_NONE;
-		m->busy = nb;
-		nb = mem_realloc(m->cmark, (size_t)ncap * sizeof(*nb));
-		if (!nb)
-			return MM_NONE;
-		m->cmark = nb;
-		nd = mem_realloc(m->cdirty, (size_t)ncap * sizeof(*nd));
-		if (!nd)
-			return MM_NONE;
-		m->cdirty = nd;
-		ny = mem_realloc(m->cdying, (size_t)ncap * sizeof(*ny));
-		if (!ny)
-			return MM_NONE;
-		m->cdying = ny;
-		m->capcons = ncap;
-	}
+	if (m->ncons == m->capcons &&
+	    cons_room(m, m->capcons ? m->capcons * 2 : 64) != 0)
+		return MM_NONE;
 	c = &m->cons[m->ncons];
 	*c = (struct cons){ .cap_Bps = cap_Bps, .capn = 1 };
 	c->list = &c->one;
