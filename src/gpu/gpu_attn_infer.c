@@ -374,18 +374,23 @@ struct gpu_cost gpu_attention_mixed(const struct gpu_spec *g, enum dtype dt,
 				    const struct gpu_attn_group *dec, int ndec,
 				    double rows_m)
 {
-	double b = (double)g->attention.block_q, rate;
+	double rate;
 	struct flash_sum f = {{0, 0, 0, 0}, 0, 0, 0};
 	struct gpu_attn_heads hd = *h;
 
 	gpu_require_dtype(g, dt);
 	check_heads(h);
 	gpu_require_size(rows_m, "mixed attention rows a program");
-	if (!(b > 0) || !(rows_m > 0))
+	if (!(rows_m > 0))
 		BUG("mixed attention without tiles");
 	rate = prefill_rate(g, dt, h);
-	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, pre, npre, b,
-		     &f);
+	/* The prompt groups' programs are the same paged split-KV kernel's
+	 * (flash_api.cpp mha_varlen_fwd: a block table forces
+	 * run_mha_fwd_splitkv_dispatch, kBlockM 64), so they tile at rows_m
+	 * too, not at the GPU's own prefill tile attention.block_q (which a
+	 * GPU config may leave out). */
+	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, pre, npre,
+		     rows_m, &f);
 	hd.stream_rows = 0;
 	flash_groups(g, dtype_bytes(dt), rate, &hd, h->heads_q, dec, ndec,
 		     rows_m, &f);

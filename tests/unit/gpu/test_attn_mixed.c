@@ -97,3 +97,25 @@ Test(gpu, mixed_prompt_and_decode_rows_share_one_launch)
 	cr_assert(gpu_fixture_near(c.time_s, 1.68763712e-3, 1e-9), "%g",
 		  c.time_s);
 }
+
+/*
+ * A GPU config without attention.block_q (optional in the schema) used to
+ * reach BUG("mixed attention without tiles") (abort, rc 134): the prompt
+ * groups tile at the split-KV kernel's rows_m, not at block_q, so the
+ * same step as above costs the same 1,687,637,120 B and 1.68763712 ms
+ * with block_q 0 as with the fixture's 128.
+ */
+Test(gpu, mixed_prompt_rows_need_no_gpu_prefill_tile)
+{
+	struct gpu_spec g;
+	struct gpu_attn_group pre = {1, 2048, 2048}, dec = {100, 1, 4096};
+	struct gpu_cost c;
+
+	slow_hbm(&g);
+	g.attention.block_q = 0;
+	c = gpu_attention_mixed(&g, DTYPE_BF16, &HEADS, &pre, 1, &dec, 1, 64);
+	cr_assert(gpu_fixture_near(c.bytes, 1687637120.0, 1e-12), "%g",
+		  c.bytes);
+	cr_assert(gpu_fixture_near(c.time_s, 1.68763712e-3, 1e-9), "%g",
+		  c.time_s);
+}
