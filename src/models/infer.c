@@ -283,16 +283,24 @@ static void block_table_dims(const struct job_spec *j, struct infer_dims *d)
  * FlashAttentionImpl takes sinks only in FlashAttention 3 (Hopper): the
  * rows of that kernel's programs (engine sink_attn_block_m), 0 where the
  * GPU's own flash kernel runs. */
+/* The compute capability of an NVIDIA GPU ("sm80" -> 80); -1 for any
+ * other arch string (ROCm "gfx942", none). */
+static long sm_cc(const struct gpu_spec *g)
+{
+	if (!g->arch || strncmp(g->arch, "sm", 2) != 0)
+		return -1;
+	return strtol(g->arch + 2, NULL, 10);
+}
+
 static double sink_rows(const struct model_spec *m,
 			const struct engine_spec *e, const struct gpu_spec *g)
 {
-	long cc;
+	long cc = sm_cc(g);
 	size_t i;
 
 	if (!e || e->sink_attn_block_m <= 0 || m->attention_sinks != 1 ||
-	    !g->arch || strncmp(g->arch, "sm", 2) != 0)
+	    cc < 0)
 		return 0;
-	cc = strtol(g->arch + 2, NULL, 10);
 	for (i = 0; i < e->sink_attn_native_cc.n; i++)
 		if (e->sink_attn_native_cc.v[i] == cc)
 			return 0;
@@ -308,13 +316,12 @@ static double mixed_rows(const struct model_spec *m,
 			 const struct engine_spec *e, const struct gpu_spec *g,
 			 double sink)
 {
-	long cc;
+	long cc = sm_cc(g);
 	size_t i;
 
 	if (!e || e->mixed_attn_block_m <= 0 || sink > 0 ||
-	    model_is_mla(m) || !g->arch || strncmp(g->arch, "sm", 2) != 0)
+	    model_is_mla(m) || cc < 0)
 		return 0;
-	cc = strtol(g->arch + 2, NULL, 10);
 	for (i = 0; i < e->mixed_attn_unpacked_cc.n; i++)
 		if (e->mixed_attn_unpacked_cc.v[i] == cc)
 			return (double)e->mixed_attn_block_m;
