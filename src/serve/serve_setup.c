@@ -423,6 +423,33 @@ static int64_t place(const struct serve *s, int pool, int64_t k,
 	return base + k * sizes[1];
 }
 
+/* vLLM V1's FlashAttention backend takes no fp8 KV cache on FlashAttention
+ * 2: FlashAttentionImpl.__init__ raises "FlashAttention does not support
+ * fp8 kv-cache on this device" unless flash_attn_supports_fp8() (FA3 on
+ * capability 9.x; vllm v1/attention/backends/flash_attn.py,
+ * attention/utils/fa_utils.py). The GPUs where that backend runs FA2 are
+ * those where a step's tokens share its unpacked varlen kernel (infer_dims
+ * mixed_rows > 0: engine mixed_attn_unpacked_cc, not under the sink rule's
+ * Triton backend, not MLA): refuse a KV cache under 2 B an element there. */
+static int fa2_kv_check(const struct serve *s)
+{
+	struct infer_dims d;
+	char msg[256];
+
+	if (!s->job->system || !s->job->system->gpu)
+		return 0;
+	infer_dims_from_job(s->job, s->job->system->gpu, &d);
+	if (!(d.mixed_rows > 0) || dtype_bytes(d.kv) >= 2)
+		return 0;
+	snprintf(msg, sizeof(msg), "kv_dtype %s needs FlashAttention 3: "
+		 "vLLM's FlashAttention 2 backend on %s has no fp8 KV cache "
+		 "(\"FlashAttention does not support fp8 kv-cache on this "
+		 "device\"); use kv_dtype bf16 or fp16",
+		 dtype_names[d.kv], s->job->system->gpu->arch);
+	serving_error(s->job, s->d, msg);
+	return -2;
+}
+
 int serve_setup(struct serve *s, struct serve_result *out)
 {
 	struct pool_jobs *pj = mem_calloc(1, sizeof(*pj));
@@ -441,7 +468,7 @@ int serve_setup(struct serve *s, struct serve_result *out)
 		return -1;
 	}
 	gsl_rng_set(s->rng, (unsigned long)s->job->serving.seed + 1);
-	if (context_fit(s) != 0)
+	if (context_fit(s) != 0 || fa2_kv_check(s) != 0)
 		return -2;
 	pools(s, pj, sizes, counts, &npools);
 	if (place(s, npools - 1, counts[npools - 1], sizes, counts) >
