@@ -168,7 +168,9 @@ static double eager_glu_B(const struct layer_dims *d, double n, double f)
  * new tensors of R f B each; the second keeps y (R f B) and the
  * probabilities (kept: the 4 B a row above); the cast back keeps
  * nothing: 3 R f B. Eager without them (act(x_glu) * x_linear): act's
- * output, R f B (eager_glu_B).
+ * output, R f B (eager_glu_B); with a GLU offset (glu_offset, quick-GEGLU)
+ * MulBackward0's other operand x_linear + offset is a new tensor too,
+ * another R f B.
  *
  * A clamped GLU (moe_dims clamp_ops; experts.py @ d98e8a64dd
  * bias_act_func, fusions/fused_bias_geglu.py weighted_bias_quick_geglu_
@@ -185,7 +187,8 @@ static double expert_act_kept_B(const struct layer_dims *d)
 	double b = 0;
 
 	if (d->eager_act)
-		b += d->moe_probs_act ? 3 * R * f * B : eager_glu_B(d, R, f);
+		b += d->moe_probs_act ? 3 * R * f * B :
+		     eager_glu_B(d, R, f) + (m->glu_offset ? R * f * B : 0);
 	if (m->clamp_ops)
 		b += d->eager_act ? R * f * B : 2 * R * f * B;
 	return b;

@@ -123,6 +123,8 @@ struct moe_dims {
 	int fc1_bias_ops;	/* the first expert GEMM's bias as PyTorch ops */
 	double probs_B;		/* B per routing probability at the experts */
 	int clamp_ops;		/* a clamped GLU's clamps as their own kernels */
+	int glu_offset;		/* the GLU adds an offset to its linear half
+				 * (model quick_glu: glu_linear_offset) */
 	int glu_sync;		/* the host waits for the stream before that
 				 * GLU's activation (glu_offset_sync) */
 	int probs_grad_kernel;	/* a probability-weighted GLU's backward

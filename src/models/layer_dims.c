@@ -259,6 +259,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 		e->probs_B = dtype_bytes(DTYPE_FP32);
 	e->clamp_ops = m->swiglu_limit > 0 && d->gated &&
 		       j->framework->elementwise.glu_clamp_kernels == 1;
+	e->glu_offset = m->quick_glu == 1 && d->gated;
 	/* the offset's blocking copy is Megatron-Core's quick-GEGLU's
 	 * (weighted_bias_quick_geglu_impl, clamped or not), not the clamp's */
 	e->glu_sync = m->quick_glu == 1 && d->gated &&

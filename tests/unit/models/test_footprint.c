@@ -538,7 +538,7 @@ Test(footprint, eager_dense_glu_keeps_the_activation_output)
 {
 	struct fixture f;
 	struct layer_dims d;
-	double T = 2048 * 2, ffn = 4096, B = 2, fused, eager;
+	double T = 2048 * 2, ffn = 4096, B = 2, fused, eager, rc_fused;
 
 	/* h 1024, f 4096 (fixture: 4h), gated, s 2048, b 2, tp 1: T = 4096
 	 * tokens. Eager act(g) * u keeps act(g), T f B = 4096 * 4096 * 2 =
@@ -551,16 +551,25 @@ Test(footprint, eager_dense_glu_keeps_the_activation_output)
 	cr_assert_eq(d.gated, 1);
 	cr_assert_eq(d.eager_act, 0);
 	fused = footprint_layer_act_B(&d, LREC_NONE);
+	d.rc_mods = 1u << RCM_MLP;
+	rc_fused = footprint_layer_act_B(&d, LREC_SELECTIVE);
 	f.fw.elementwise.eager_activation = 1;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.eager_act, 1);
 	eager = footprint_layer_act_B(&d, LREC_NONE);
 	assert_close(eager - fused, T * ffn * B);
 	assert_close(footprint_layer_act_B(&d, LREC_FULL), T * 1024 * B);
-	/* ungated: no halves, nothing more */
+	d.rc_mods = 1u << RCM_MLP;
+	assert_close(footprint_layer_act_B(&d, LREC_SELECTIVE), rc_fused);
+	/* ungated: no halves, nothing more: eager == fused */
 	f.model.gated_mlp = 0;
+	f.fw.elementwise.eager_activation = 0;
+	layer_dims_from_job(&f.job, &d);
+	fused = footprint_layer_act_B(&d, LREC_NONE);
+	f.fw.elementwise.eager_activation = 1;
 	layer_dims_from_job(&f.job, &d);
 	cr_assert_eq(d.eager_act, 0);
+	assert_close(footprint_layer_act_B(&d, LREC_NONE), fused);
 }
 
 Test(footprint, eager_moe_glu_keeps_the_activation_output)
@@ -641,5 +650,42 @@ Test(footprint, clamped_glu_keeps_the_clamped_halves)
 	fixture_dims(&f, &a, &d, &r);
 	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE) - eager_plain,
 		     R * fe * B);
+	arena_release(&a);
+}
+
+Test(footprint, eager_glu_offset_keeps_the_shifted_linear_half)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct layer_kind kind = { .moe = 1 };
+	double R = 4096 * 2, fe = 512, B = 2, plain;
+
+	/* 8 experts of width 512, top-2: R = 8192 rows; eager GLU, the
+	 * probabilities applied after the experts. act(x_glu) * (x_linear +
+	 * offset) (quick-GEGLU, gpt-oss): MulBackward0 keeps x_linear +
+	 * offset, a new tensor, R fe B = 8192 * 512 * 2 = 8388608 B more a
+	 * layer than the same GLU without the offset. Fused: nothing more. */
+	arena_init(&a);
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.gated_mlp = 1;
+	f.fw.moe_probs_in_activation = 0;
+	f.fw.elementwise.eager_activation = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.eager_act, 1);
+	cr_assert_eq(d.moe.glu_offset, 0);
+	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	f.model.quick_glu = 1;
+	fixture_dims(&f, &a, &d, &r);
+	cr_assert_eq(d.moe.glu_offset, 1);
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE) - plain,
+		     R * fe * B);
+	f.fw.elementwise.eager_activation = 0;
+	fixture_dims(&f, &a, &d, &r);
+	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	f.model.quick_glu = 0;
+	fixture_dims(&f, &a, &d, &r);
+	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE), plain);
 	arena_release(&a);
 }
