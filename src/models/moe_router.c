@@ -126,14 +126,16 @@ static void aux_loss_bwd(struct layer_ops *o, const struct moe_dims *m)
  * AccumulateGrad node runs param.main_grad.add_(param.grad.data) every
  * microbatch (core/distributed/distributed_data_parallel.py @ 256f6065,
  * _make_backward_post_hook l. 448-451): one add kernel over E h, read the
- * gradient (out_B, as lop_accumulate_w reads it) and main_grad (grad_B),
- * write main_grad. Without a main_grad buffer (wgrad_autograd), with the
+ * gradient and main_grad (grad_B), write main_grad. The gradient is in
+ * the parameter's dtype (layer_base_dtype, act_B: router.py creates the
+ * weight in params_dtype), not the last router kernel's (an fp32 router
+ * GEMM without Transformer Engine's cast op is still cast back by
+ * autograd). Without a main_grad buffer (wgrad_autograd), with the
  * framework's unfused accumulation or under FSDP, as every weight. */
 static void router_grad_add(struct layer_ops *o, const struct layer_dims *d,
 			    double n)
 {
-	const struct kern *k = &o->op[o->n - 1].k;
-	double out_B = k->dt >= 0 ? dtype_bytes((enum dtype)k->dt) : d->act_B;
+	double out_B = d->act_B;
 
 	if (d->autograd_wgrad || d->unfused_grad_acc || d->fsdp_n > 0) {
 		lop_accumulate(o, d, n);

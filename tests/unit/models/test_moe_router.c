@@ -176,6 +176,19 @@ Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
 	cr_assert_float_eq(c->k.vec_flops, 8192, 1e-6);
 	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
 
+	/* an fp32 router without TE's router GEMM (no cast op; its wgrad
+	 * GEMM's dtype is fp32): the gradient is still the bf16 weight's,
+	 * 8192 x (2 + 4) = 49152 B read, not 8192 x (4 + 4) = 65536 B */
+	m.f.fw.router_gemm_te = 0;
+	moe_case_fwd(&m);
+	moe_case_bwd(&m);
+	at = fixture_op_index(&m.o, "main_grad_add");
+	cr_assert(at >= 0);
+	c = &m.o.op[at];
+	cr_assert_float_eq(c->k.read_B, 49152, 1e-6, "%g", c->k.read_B);
+	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+	m.f.fw.router_gemm_te = 1;
+
 	m.f.job.moe.router_dtype = DTYPE_BF16;
 	moe_case_fwd(&m);
 	moe_case_bwd(&m);
