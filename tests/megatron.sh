@@ -216,6 +216,13 @@ nok=$(printf '%s' "$margs" | sed 's/--moe-router-topk 2 //')
 grep -q 'no --moe-grouped-gemm' "$tmp/tk.yaml" "$tmp/err" || bad "no SequentialMLP warning"
 "$llmsim" config import-megatron "$margs --moe-grouped-gemm" --gpus 8 2>&1 >/dev/null |
 	grep -q 'moe-grouped-gemm' && bad "SequentialMLP warning with --moe-grouped-gemm"
+# --moe-use-legacy-grouped-gemm is read only inside `if moe_grouped_gemm:`
+# (moe_module_specs.py): alone it still means SequentialMLP, a warning
+# that says so; with --moe-grouped-gemm no warning.
+"$llmsim" config import-megatron "$margs --moe-use-legacy-grouped-gemm" --gpus 8 2>&1 >/dev/null |
+	grep -q 'legacy-grouped-gemm alone has no effect' || bad "legacy grouped gemm alone: no warning"
+"$llmsim" config import-megatron "$margs --moe-grouped-gemm --moe-use-legacy-grouped-gemm" --gpus 8 2>&1 >/dev/null |
+	grep -q 'moe-grouped-gemm' && bad "SequentialMLP warning with both grouped gemm flags"
 "$llmsim" config import-megatron "$margs --moe-token-dispatcher-type nccl" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "does not know the value 'nccl'" "$tmp/err" || bad "bad dispatcher: $(cat "$tmp/err")"
 # A job's step time in seconds (llmsim run --json).

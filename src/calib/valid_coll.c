@@ -25,7 +25,7 @@
  * collectives preset (configs/collectives/PRESET.yaml, e.g. nccl-2.26 for
  * NCCL 2.26.2) that starts from the system's library (`preset: nccl`),
  * or from a release that does (nccl-2.26-blackwell: `preset: nccl-2.26`;
- * up to 4 deep): the keys those files write are set over the system's
+ * up to 4 releases in the chain, a cycle named): the keys those files write are set over the system's
  * collectives, the parent's first, every other key as the system has it. Absent: the system's library as it
  * stands (the current release). `disabled_algorithms: [A, ...]` names
  * algorithms the run switched off (NCCL_NVLS_ENABLE=0: [nvls, nvls_tree];
@@ -37,7 +37,8 @@
  * serving engine runs it (engine custom_allreduce_collectives), and
  * scored. It names a whole model (configs/collectives/vllm-custom-
  * allreduce.yaml), not a release over the library, so it excludes
- * `collectives`.
+ * `collectives`; the table's op must be allreduce and the preset
+ * neither a release nor a library (one direct kernel).
  *
  * (Was tests/tools/collectives.c, run by scripts/validate-collectives.sh.)
  */
@@ -295,6 +296,16 @@ static int read_ref(struct arena *a, const char *path, struct ref *r,
 			    "broadcast, reduce, sendrecv, got '%s'", op);
 		return -1;
 	}
+	/* An engine's own kernel (vLLM/SGLang custom all-reduce) is an
+	 * all-reduce only: the engine calls the library for every other
+	 * op */
+	if (r->eng && r->op != COLL_ALLREDUCE) {
+		cnode_error(d, r->eng_at, "'engine_collectives' needs 'op: "
+			    "allreduce' (an engine's own kernel is an "
+			    "all-reduce only), got 'op: %s'", op ? op :
+			    "(none)");
+		return -1;
+	}
 	r->algo = algo ? schema_name_index(coll_algo_names, algo) : -1;
 	if (algo && r->algo < 0) {
 		cnode_error(d, cnode_get(doc, "algorithm"), "'algorithm': "
@@ -477,7 +488,8 @@ static int leaf_sets(struct arena *a, const struct cnode *v,
 }
 
 /* Whether collectives preset name is itself a release (its file has a
- * `preset:`), not a library (nccl.yaml, rccl.yaml have none). */
+ * `preset:`), not a library (nccl.yaml, rccl.yaml have none): 1 or 0,
+ * -1 after reporting a file that does not parse. */
 static int is_release(struct config_ctx *cx, const char *name)
 {
 	const struct cnode *doc;
@@ -486,17 +498,63 @@ static int is_release(struct config_ctx *cx, const char *name)
 
 	file = config_preset_file(cx, &collectives_schema, name, &oom);
 	if (!file)
-		return 0;
+		return oom ? -1 : 0;
 	doc = cnode_load_yaml(cx->arena, file, cx->diag);
-	return doc && doc->kind == CNODE_MAP && cnode_get(doc, "preset");
+	if (!doc)
+		return -1;
+	return doc->kind == CNODE_MAP && cnode_get(doc, "preset") ? 1 : 0;
 }
 
-/* Release name's sets (its parent release's first, at most depth more
- * of them: nccl-2.26-blackwell starts from nccl-2.26, which starts from
- * nccl); *lib_of the library the chain starts from. */
+/* Whether collectives preset name is an engine's own all-reduce kernel:
+ * neither a release (a `preset:`) nor a library (nccl, rccl, openmpi:
+ * algorithms besides the one direct kernel, vllm-custom-allreduce.yaml
+ * and sglang-custom-allreduce.yaml have only `direct`). 0 after
+ * reporting at at, 1 when it is. */
+static int engine_preset_ok(struct config_ctx *cx, const char *name,
+			    const struct cnode *at)
+{
+	const struct cnode *doc, *al;
+	const char *file;
+	size_t i;
+	int oom;
+
+	file = config_preset_file(cx, &collectives_schema, name, &oom);
+	if (!file)	/* config_load names the missing preset */
+		return !oom;
+	if (!(doc = cnode_load_yaml(cx->arena, file, cx->diag)))
+		return 0;
+	if (doc->kind == CNODE_MAP && cnode_get(doc, "preset")) {
+		cnode_error(cx->diag, at, "'engine_collectives': '%s' is a "
+			    "release of a library, not an engine's own "
+			    "all-reduce (give it as 'collectives')", name);
+		return 0;
+	}
+	al = doc->kind == CNODE_MAP ? cnode_get(doc, "algorithms") : NULL;
+	for (i = 0; al && al->kind == CNODE_MAP && i < al->npairs; i++)
+		if (strcmp(al->pairs[i].key->text, "direct") != 0) {
+			cnode_error(cx->diag, at, "'engine_collectives': "
+				    "'%s' is a library (it has the '%s' "
+				    "algorithm), not an engine's own "
+				    "all-reduce (one direct kernel, as "
+				    "vllm-custom-allreduce)", name,
+				    al->pairs[i].key->text);
+			return 0;
+		}
+	return 1;
+}
+
+/* A release chain holds at most this many releases (r's and the
+ * releases it starts from: nccl-2.26-blackwell starts from nccl-2.26,
+ * which starts from the library nccl: 2). */
+#define MAX_RELEASE_CHAIN 4
+
+/* Release name's sets (its parent release's first: seen[0..nseen) the
+ * releases above it, name the next); *lib_of the library the chain
+ * starts from. */
 static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
-			      const char *name, int depth, const char **sets,
-			      size_t *n, size_t first, const char **lib_of);
+			      const char *name, const char **seen,
+			      int nseen, const char **sets, size_t *n,
+			      size_t first, const char **lib_of);
 
 /* r's release (`collectives: PRESET`) as sets over the system's
  * collectives; *lib_of the library it starts from (its `preset:`, or
@@ -505,17 +563,33 @@ static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
 static int release_sets(struct config_ctx *cx, const struct ref *r,
 			const char **sets, size_t *n, const char **lib_of)
 {
-	return release_chain_sets(cx, r, r->lib, 4, sets, n, *n, lib_of);
+	const char *seen[MAX_RELEASE_CHAIN];
+
+	return release_chain_sets(cx, r, r->lib, seen, 0, sets, n, *n,
+				  lib_of);
+}
+
+/* "a -> b -> c" of seen[0..nseen) then name, for a message */
+static const char *chain_text(struct config_ctx *cx, const char **seen,
+			      int nseen, const char *name)
+{
+	const char *t = "";
+	int i;
+
+	for (i = 0; i < nseen && t; i++)
+		t = arena_printf(cx->arena, "%s%s -> ", t, seen[i]);
+	return t ? arena_printf(cx->arena, "%s%s", t, name) : NULL;
 }
 
 static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
-			      const char *name, int depth, const char **sets,
-			      size_t *n, size_t first, const char **lib_of)
+			      const char *name, const char **seen,
+			      int nseen, const char **sets, size_t *n,
+			      size_t first, const char **lib_of)
 {
 	const struct cnode *doc, *p;
-	const char *file;
+	const char *file, *chain;
 	size_t i;
-	int oom;
+	int oom, j, rel;
 
 	file = config_preset_file(cx, &collectives_schema, name, &oom);
 	if (!file) {
@@ -548,14 +622,24 @@ static int release_chain_sets(struct config_ctx *cx, const struct ref *r,
 		return -1;
 	}
 	*lib_of = p->text;
-	if (is_release(cx, p->text)) {
-		if (depth <= 0) {
-			cnode_error(cx->diag, r->lib_at, "'collectives': "
-				    "release '%s' starts from releases more "
-				    "than 4 deep", r->lib);
+	seen[nseen++] = name;
+	if ((rel = is_release(cx, p->text)) < 0)
+		return -1;
+	if (rel) {
+		for (j = 0; j < nseen && strcmp(seen[j], p->text) != 0; j++)
+			;
+		if (j < nseen || nseen >= MAX_RELEASE_CHAIN) {
+			if (!(chain = chain_text(cx, seen, nseen, p->text))) {
+				diag_oom(cx->diag);
+				return -1;
+			}
+			cnode_error(cx->diag, r->lib_at, j < nseen ?
+				    "'collectives': release chain %s is a "
+				    "cycle" : "'collectives': release chain "
+				    "%s is more than 4 releases deep", chain);
 			return -1;
 		}
-		if (release_chain_sets(cx, r, p->text, depth - 1, sets, n,
+		if (release_chain_sets(cx, r, p->text, seen, nseen, sets, n,
 				       first, lib_of) != 0)
 			return -1;
 	}
@@ -626,6 +710,8 @@ static int do_file(struct valid_set *set, struct config_ctx *cx,
 		sets[nsets++] = set_nodes;
 	}
 	if (r.lib && release_sets(cx, &r, sets, &nsets, &lib_of) != 0)
+		return -1;
+	if (r.eng && !engine_preset_ok(cx, r.eng, r.eng_at))
 		return -1;
 	if (r.eng && !(sets[nsets++] = arena_printf(cx->arena,
 						    "collectives=%s", r.eng))) {

@@ -913,13 +913,18 @@ int cli_import_megatron(struct config_ctx *cx, int argc, char **argv)
 	finish_import(cx->arena, im);
 	/* TransformerConfig moe_grouped_gemm False (@ d98e8a64dd
 	 * moe_module_specs.py: SequentialMLP unless moe_grouped_gemm):
-	 * llmsim has no per-expert loop to simulate */
+	 * llmsim has no per-expert loop to simulate.
+	 * moe_use_legacy_grouped_gemm is read only inside
+	 * `if moe_grouped_gemm:` (same file): alone it changes nothing */
 	if (get(im, "model.n_routed_experts") && !get(im, "(grouped gemm)"))
-		diag_warn(cx->diag, "megatron", 0, 0, "%s", "no "
+		diag_warn(cx->diag, "megatron", 0, 0, "no "
 			  "--moe-grouped-gemm: Megatron runs the local experts "
 			  "one after another (SequentialMLP); llmsim simulates "
 			  "them as grouped GEMMs (TEGroupedMLP), as with the "
-			  "flag");
+			  "flag%s", get(im, "(legacy grouped gemm)") ?
+			  " (--moe-use-legacy-grouped-gemm alone has no "
+			  "effect: Megatron reads it only with "
+			  "--moe-grouped-gemm)" : "");
 	nodes = nodes_for(cx, &o, o.gpus ? o.gpus : model_parallel(im));
 	if (nodes == 0)
 		return cx->diag->oom ? CLI_FAIL : CLI_USAGE;

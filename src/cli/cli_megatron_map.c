@@ -117,8 +117,10 @@ static const struct marg margs[] = {
 	  "the local experts as grouped GEMMs (TEGroupedMLP), as llmsim "
 	  "simulates them; without it Megatron runs SequentialMLP, a GEMM "
 	  "pair per local expert: a warning" },
-	{ "--moe-use-legacy-grouped-gemm", M_FLAG, "(grouped gemm)", "true",
-	  NULL, "grouped GEMMs too (the older kernel)" },
+	{ "--moe-use-legacy-grouped-gemm", M_FLAG, "(legacy grouped gemm)",
+	  "true", NULL, "with --moe-grouped-gemm: the older GroupedMLP "
+	  "kernel (simulated as grouped GEMMs too); alone it does nothing, "
+	  "as Megatron reads it only when moe_grouped_gemm is set" },
 	{ "--moe-token-dispatcher-type", M_STR, "(dispatcher)", NULL,
 	  dispatcher_vals, "moe.dispatcher: allgather (Megatron's default), "
 	  "alltoall, or flex's backend" },

@@ -81,8 +81,9 @@ static void ring_graph(const int64_t *v, size_t ns, double L, double rch,
  *    does not load bwInter on one node).
  *  - Tuner: busBw = C min(bwIntra eff (C - 1) / C x 2, bwInter), algBw =
  *    busBw n / (2 (n - 1)).
- *  - The fabric model (algo.c) gives NVLS algBw = eff L n / (n + 1): a
- *    GPU's link carries n (1 + 1 / n) / eff per byte.
+ *  - The fabric model (algo.c) gives NVLS algBw = eff L C / (C + 1): a
+ *    GPU's link carries (1 + 1 / C) / eff per byte (C heads, capped as
+ *    above).
  *  - Its rings are timed at L where NCCL's tuner sees the ring graph's
  *    nChannels x bwIntra: the fastest v's channels floor(L / v) (at most
  *    max_channels / 2, ringGraph->maxChannels), then slower speeds while
@@ -118,7 +119,9 @@ double coll_lib_nvls_select_ratio(const struct coll_lib_spec *lib,
 		inter = (double)v[--k];
 	bw = fmin(intra * eff * (C - 1) / C * 2, inter);
 	tuner = C * bw * n / (2.0 * (n - 1));
-	fabric = eff * L * n / (n + 1);
+	/* algo.c algo_nvls: a GPU's link carries (1 + 1 / C) / eff per
+	 * byte with C the heads (nvls_heads, the same cap) */
+	fabric = eff * L * C / (C + 1);
 	ring_graph(v, ns, L, rch, &ring, &ring_ch);
 	if (!(ring > 0))
 		ring = L;

@@ -211,15 +211,27 @@ static int check_encoder_decoder(const struct cnode *node, struct diag *d)
  * only its names, and such a model's other keys differ too
  * (activation_function, its norm and positions), so the old name where
  * llmsim's is missing is an error that says which key it is, not a
- * silent translation. */
+ * silent translation. Falcon's KV heads (FalconConfig: num_kv_heads,
+ * used with new_decoder_architecture; multi_query true: one KV head;
+ * the original RW checkpoints' n_head_kv, falcon-40b's 8) are llmsim's
+ * num_key_value_heads: without it llmsim would read as many KV heads as
+ * query heads. */
 static const char *const old_names[][3] = {
-	{ "n_embd", "hidden_size", "GPT-2's" },
-	{ "n_embed", "hidden_size", "BLOOM's and Falcon's" },
-	{ "n_layer", "num_hidden_layers", "GPT-2's, BLOOM's and Falcon's" },
-	{ "n_head", "num_attention_heads", "GPT-2's, BLOOM's and Falcon's" },
-	{ "n_inner", "intermediate_size", "GPT-2's (null there: 4 x n_embd)" },
-	{ "n_positions", "max_position_embeddings", "GPT-2's" },
-	{ "ffn_dim", "intermediate_size", "OPT's" },
+	{ "n_embd", "hidden_size", "GPT-2's name" },
+	{ "n_embed", "hidden_size", "BLOOM's and Falcon's name" },
+	{ "n_layer", "num_hidden_layers",
+	  "GPT-2's, BLOOM's and Falcon's name" },
+	{ "n_head", "num_attention_heads",
+	  "GPT-2's, BLOOM's and Falcon's name" },
+	{ "n_inner", "intermediate_size",
+	  "GPT-2's name (null there: 4 x n_embd)" },
+	{ "n_positions", "max_position_embeddings", "GPT-2's name" },
+	{ "ffn_dim", "intermediate_size", "OPT's name" },
+	{ "n_head_kv", "num_key_value_heads",
+	  "Falcon's (RW checkpoints') name" },
+	{ "num_kv_heads", "num_key_value_heads", "Falcon's name" },
+	{ "multi_query", "num_key_value_heads",
+	  "Falcon's flag (true: 1 KV head) standing" },
 };
 
 int model_check_old_names(const struct cnode *node, struct diag *d)
@@ -234,7 +246,7 @@ int model_check_old_names(const struct cnode *node, struct diag *d)
 
 		if (!v || cnode_get(node, old_names[i][1]))
 			continue;
-		cnode_error(d, v, "'%s' is %s name for '%s' (transformers "
+		cnode_error(d, v, "'%s' is %s for '%s' (transformers "
 			    "attribute_map); llmsim reads '%s': give it, and "
 			    "hidden_act, norm, position_embedding and the "
 			    "biases as the model has them",

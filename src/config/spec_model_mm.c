@@ -205,8 +205,11 @@ struct cnode *model_text_config(struct arena *a, struct cnode *root,
 	size_t i, cap = 0;
 	int rc = 0, bad = 0, take;
 
-	if (model_check_old_names(root, d) != 0 ||
-	    (text && model_check_old_names(text, d) != 0))
+	/* both: the root's old names must not hide text_config's */
+	bad = model_check_old_names(root, d) != 0;
+	if (text && model_check_old_names(text, d) != 0)
+		bad = 1;
+	if (bad)
 		return NULL;
 	if (!text || cnode_is_null(text))
 		return flat_wrapper(a, root, d);

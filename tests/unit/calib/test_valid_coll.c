@@ -484,4 +484,33 @@ Test(valid_coll, bad_engine_collectives_are_named)
 	expect_bad("id: BAD\nengine_collectives: vllm-custom-allreduce-x\n",
 		   MI300X_4G, "'engine_collectives: vllm-custom-allreduce-x' of "
 		   "this table");
+	/* vLLM's custom kernel is an all-reduce only (the engine calls the
+	 * library for every other op) */
+	expect_bad("id: BAD\nengine_collectives: vllm-custom-allreduce\n",
+		   "system: mi300x-roce\nop: allgather\nranks: 4\nrows:\n"
+		   "  - [2048, 7.18, 0.43]\n", "'engine_collectives' needs "
+		   "'op: allreduce' (an engine's own kernel is an all-reduce "
+		   "only), got 'op: allgather'");
+	/* a library (rccl.yaml has ring, tree, ... besides direct) or a
+	 * release (nccl-2.26.yaml's `preset: nccl`) is not an engine's
+	 * kernel */
+	expect_bad("id: BAD\nengine_collectives: rccl\n", MI300X_4G,
+		   "'engine_collectives': 'rccl' is a library");
+	expect_bad("id: BAD\nengine_collectives: openmpi\n", MI300X_4G,
+		   "'engine_collectives': 'openmpi' is a library");
+	expect_bad("id: BAD\nengine_collectives: nccl-2.26\n", MI300X_4G,
+		   "'engine_collectives': 'nccl-2.26' is a release of a "
+		   "library");
+}
+
+/* A release that starts from itself is a cycle, named as one (it was
+ * "more than 4 deep" after following it 5 times). */
+Test(valid_coll, a_release_chain_cycle_is_named)
+{
+	cr_assert_eq(read_release("id: CY\ncollectives: t-rel\n",
+				  "preset: t-rel\nname: t-rel\n"), -1);
+	cr_assert_has(capture_text(&C), "'collectives': release chain "
+		      "t-rel -> t-rel is a cycle");
+	cr_assert(!strstr(capture_text(&C), "deep"), "%s",
+		  capture_text(&C));
 }

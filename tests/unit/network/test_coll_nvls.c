@@ -76,9 +76,19 @@ Test(nvls_select, blackwell_and_the_head_cap)
 	/* 72 GPUs, 32 heads (NCCL_MAX_NVLS_ARITY): 33 x bwIntra <= 721.8
 	 * -> 20; bwInter 20 -> 24 -> 30 -> 40 (40 = 2 x 20 stops it); bw =
 	 * min(20 x 0.74 x 31/32 x 2 = 28.675, 40), algBw = 32 x 28.675 x
-	 * 72/142 = 465.26; fabric vs ring 0.74 x 72/73 x 720 = 525.50. */
+	 * 72/142 = 465.26; fabric vs ring: algo.c's links carry (1 + 1 /
+	 * 32) per byte (32 heads, not 72): 0.74 x 32/33 x 720 = 516.65. */
 	EQ_REL(coll_lib_nvls_select_ratio(&lib, 18, 0.74, 72),
-	       (32 * 28.675 * 72 / 142.0) / (0.74 * 72 / 73.0 * 720), 1e-9);
+	       (32 * 28.675 * 72 / 142.0) / (0.74 * 32 / 33.0 * 720), 1e-9);
+	/* 64 GPUs: the same 32 heads, bwIntra 20, bw 28.675; algBw = 32 x
+	 * 28.675 x 64/126 = 466.08; fabric 0.74 x 32/33 x 720 = 516.65:
+	 * 0.90211. The uncapped n/(n + 1) = 64/65 gave 524.60 (0.88845):
+	 * (64/65) / (32/33) = 1.01538, 1.5 % lower. */
+	EQ_REL(coll_lib_nvls_select_ratio(&lib, 18, 0.74, 64),
+	       (32 * 28.675 * 64 / 126.0) / (0.74 * 32 / 33.0 * 720), 1e-9);
+	cr_assert(fabs(coll_lib_nvls_select_ratio(&lib, 18, 0.74, 64) /
+		       ((32 * 28.675 * 64 / 126.0) / (0.74 * 64 / 65.0 * 720)) -
+		       (64 / 65.0) / (32 / 33.0)) < 1e-9);
 }
 
 Test(nvls_select, no_speed_fits_and_no_data)
