@@ -218,6 +218,15 @@ static const struct schema_field engine_fields[] = {
 		  "reduce-scatter as one reduce per rank, grouped (NCCL "
 		  "ncclBroadcast / ncclReduce in a group), costed as one "
 		  "broadcast (reduce) of all the ranks' rows" },
+	{ .key = "moe_shared_aux_stream", .type = ST_BOOL,
+	  .offset = OFF(moe_shared_aux_stream), .def = "false",
+	  .help = "in a step replayed from a CUDA graph, an MoE layer's shared "
+		  "experts run on a second stream beside its routed path "
+		  "(TensorRT-LLM's maybe_execute_in_parallel, multi-stream "
+		  "only under graph capture); modelled where the routed "
+		  "tokens travel by the attention-DP all-gather "
+		  "(adp_moe_allgather): the shared experts' kernels run while "
+		  "it is in flight. Eager steps run them in turn" },
 	{ .key = "two_batch_overlap", .type = ST_BOOL,
 	  .offset = OFF(two_batch_overlap), .def = "false",
 	  .help = "with attention DP and an all-to-all MoE dispatcher "

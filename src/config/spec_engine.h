@@ -365,6 +365,10 @@ struct engine_spec {
 	int adp_moe_sized;			/* that all-gather and reduce-scatter take
 						 * each rank's token count: grouped
 						 * broadcasts and reduces, one per rank */
+	int moe_shared_aux_stream;		/* in a CUDA-graph step the MoE layer's
+						 * shared experts run on a second stream
+						 * beside the routed path (TensorRT-LLM
+						 * maybe_execute_in_parallel) */
 	int two_batch_overlap;			/* attention DP with an EP all-to-all:
 						 * a step's MoE layers run as two half
 						 * batches, one's dispatch and combine

@@ -144,6 +144,10 @@ struct infer_moe {
 	double wo_eff_used;	/* the one the experts' weights take when
 				 * their GEMMs dequantize (weight != compute);
 				 * 0 = none */
+	int shared_aux;		/* cutlass with the attention-DP all-gather
+				 * and the engine's moe_shared_aux_stream:
+				 * the shared experts follow the all-gather,
+				 * ep_free (cutlass_ops) */
 	int tbo;		/* two-batch overlap applies: the engine's
 				 * two_batch_overlap with an all-to-all
 				 * dispatch (infer_tbo.c) */
@@ -453,8 +457,11 @@ struct infer_op {
 	int ep_kind;		/* IOP_EP: EP_ROW_* bits (ep_coll_path) */
 	int tbo_yield;		/* two-batch overlap: a stage of the half
 				 * batch ends before this op (infer_tbo.c) */
-	int ep_free;		/* two-batch overlap: runs without waiting
-				 * for the EP collective issued before it */
+	int ep_free;		/* runs without waiting for the EP
+				 * collective issued before it: two-batch
+				 * overlap, and a CUDA-graph step's
+				 * aux-stream shared experts (shared_aux;
+				 * infer_prog.c inst_unit) */
 };
 
 #define INFER_MAX_OPS 64

@@ -69,6 +69,21 @@
  *                     tokens, when the experts' GEMMs are narrower
  *   [all-gather]      N (h a + 8 k) B: the quantized rows, their ids and
  *                     router weights; NVFP4 scale factors swizzled after
+ *   [shared experts]  with the engine's moe_shared_aux_stream here, after
+ *                     the all-gather is issued and not waiting for it
+ *                     (ep_free): TensorRT-LLM runs them on its MoeShared
+ *                     aux stream beside the routed path when the step is
+ *                     a CUDA-graph replay (Deepseekv3MoE.forward,
+ *                     Llama4MoE.forward: maybe_execute_in_parallel, whose
+ *                     do_multi_stream() is set by with_multi_stream(True)
+ *                     only around graph capture; _torch/modules/
+ *                     multi_stream_utils.py, models/modeling_deepseekv3.py,
+ *                     cuda_graph_runner.py); infer_prog.c inst_unit gives
+ *                     the overlap in graph steps, eager ones run them in
+ *                     turn. Only their overlap with the all-gather is
+ *                     modelled: the aux stream also runs beside the
+ *                     router and the experts, where both streams' kernels
+ *                     share the SMs and HBM (not modelled) [?]
  *   [quantize]        block-scaled fp8 experts (a DeepSeek checkpoint's
  *                     128 x 128) instead: the rows gathered in 16 bits
  *                     (N (h B + 8 k) B) and quantized by the fused op,
@@ -322,6 +337,8 @@ void infer_moe_dims(const struct job_spec *j, const struct gpu_spec *g,
 	triton_fp8_tuned(s->engine, g, e);
 	e->fused_sort_max = s->engine ? (double)s->engine->moe_fused_sort_max
 				      : 0;
+	e->shared_aux = e->cutlass && e->dispatch && e->allgather &&
+			s->engine->moe_shared_aux_stream;
 	e->tbo = s->engine && s->engine->two_batch_overlap && e->dispatch &&
 		 !e->allgather;
 	if (e->tbo) {
@@ -714,8 +731,10 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 	double Tq = e->dispatch ? r->tokens : T;
 	double N = e->dispatch ? r->tokens * e->ep : T, blocks;
 	struct infer_op *op;
+	int at, i;
 
-	shared(o, d, T, 1);
+	if (!e->shared_aux)
+		shared(o, d, T, 1);
 	router(o, d, T);
 	latent(o, d, T, 0);
 	if (e->weight_on_input) {
@@ -732,6 +751,13 @@ static void cutlass_ops(const struct infer_dims *d, double T,
 				     e->sized ? COLL_BROADCAST : COLL_ALLGATHER,
 				     N * (h * e->elem_B + k * 8)),
 		       h * e->elem_B + k * 8, 0);
+		/* the shared experts on the aux stream: in a graph step
+		 * beside the all-gather (inst_unit), else after it */
+		at = o->n;
+		if (e->shared_aux)
+			shared(o, d, T, 1);
+		for (i = at; i < o->n; i++)
+			o->op[i].ep_free = 1;
 		if (e->compute == DTYPE_NVFP4)	/* swizzle_sf: 128 x 4 tiles */
 			infer_op_mem(o, "moe_sf_swizzle", N * h / 16,
 				     N * h / 16, 0);

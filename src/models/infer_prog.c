@@ -571,6 +571,7 @@ int infer_units(const struct infer_ctx *x, const struct infer_batch *b,
 
 	memset(&u->route, 0, sizeof(u->route));
 	u->route.node_share = 1;
+	u->graph = graph;
 	/* a captured graph's padding rows go through the experts too */
 	for (k = 0; route_T > 0 && k < b->n; k++)
 		if (b->g[k].pad)
@@ -639,23 +640,43 @@ int64_t infer_stage_kind_layers(const struct infer_ctx *x, int64_t s, int k)
 /* ---- instantiating units ---- */
 
 /* Unit u on `rank` (stage s) after task `after`; its last task into
- * *last. Returns 0, or -1 when out of memory. */
+ * *last. Returns 0, or -1 when out of memory.
+ *
+ * Each op follows the one before. In a step replayed from a CUDA graph
+ * (su->graph full) without two-batch overlap, an EP collective is
+ * awaited by the first later op that is not ep_free rather than by the
+ * next one, so ep_free kernels (a TensorRT-LLM MoE layer's aux-stream
+ * shared experts, infer_moe.c cutlass_ops) run while it is in flight;
+ * with no ep_free op in the unit that is the same chain. Two-batch
+ * overlap's units mark ep_free for their half batches (infer_tbo.c),
+ * which the whole-batch steps here do not follow. */
 static int inst_unit(struct prog *p, const struct infer_ctx *x,
 		     const struct infer_step_units *su,
 		     const struct infer_unit *u, uint32_t rank, int64_t s,
 		     int32_t layer, int32_t mb, task_id after, task_id *last)
 {
-	task_id prev = after, t;
-	int i;
+	task_id prev = after, pend = TASK_NONE, t;
+	int beside = su->graph == IGRAPH_FULL && !x->dims.moe.tbo, ep, i;
 
 	for (i = 0; i < u->n; i++) {
 		t = infer_prog_op(p, x, su, &u->op[i], rank, s, layer, mb);
 		if (t == TASK_NONE || (prev != TASK_NONE &&
 				       prog_dep(p, prev, t) != 0))
 			return -1;
-		prev = t;
+		ep = beside && u->op[i].kind == IOP_EP;
+		if (pend != TASK_NONE && (ep || !u->op[i].ep_free)) {
+			if (prog_dep(p, pend, t) != 0)
+				return -1;
+			pend = TASK_NONE;
+		}
+		if (ep)
+			pend = t;
+		else
+			prev = t;
 	}
-	*last = prev;
+	/* a unit ending on an EP collective: the next unit waits for it
+	 * (the kernel before it came first) */
+	*last = pend != TASK_NONE ? pend : prev;
 	return 0;
 }
 

@@ -113,6 +113,7 @@ struct infer_step_units {
 	struct arena arena;		/* holds the route's arrays */
 	enum infer_tbo tbo;		/* the half batches' strategy (two-batch
 					 * overlap's units), else ITBO_NONE */
+	enum infer_graph graph;		/* the step's launch mode (infer_units) */
 };
 
 /* Costed units of batch b (padded per the graph mode) into u (its arena
