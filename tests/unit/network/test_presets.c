@@ -329,12 +329,15 @@ Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
 	pipe_init(&pp, ps, &(struct pipe_shape){ 8, 1, 1, 2 });
 	pp.chunks *= (double)ps->channels;
 	cr_assert_float_eq(pp.chunks, 128, 0);
-	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 16 x 128 x
-	 * 128 KiB = 256 MiB up, 64 KiB down to 1 x 128 x 64 KiB = 8 MiB,
-	 * 32 KiB below; pipe_init's fill: stages - 1 + the shape's 2 (the
-	 * algorithm passes its own, algo.c nvls_tree_fill). */
+	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 4 x 128 x
+	 * 128 KiB = 64 MiB up (the 16 x rule needs a chunk over 128 KiB),
+	 * 64 KiB down to 1 x 128 x 64 KiB = 8 MiB, 32 KiB below;
+	 * pipe_init's fill: stages - 1 + the shape's 2 (the algorithm
+	 * passes its own, algo.c nvls_tree_fill). */
 	cr_assert_float_eq(pipe_chunk_B(&pp, 268435456.0), 131072, 0);
-	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 67108864.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 33554432.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 8388608.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 32768, 0);
 	cr_assert_float_eq(pp.fill, 5, 0);
