@@ -53,14 +53,14 @@ Test(pipe, nvls_chunk_halves_by_nccl_rule)
 	EQ_REL(pipe_loops(&pp, 4 * MiB), 2, 0);
 }
 
-/* NCCL's NVLSTree (enqueue.cc): 128 KiB, 64 KiB below 16 loops of
- * 16 channels x 8 heads, 32 KiB below one loop of 64 KiB chunks; from 4
+/* NCCL's NVLSTree (enqueue.cc): 128 KiB, 64 KiB below 4 loops of
+ * 16 channels x 8 heads (its 16 x rule needs a chunk over 128 KiB), 32 KiB below one loop of 64 KiB chunks; from 4
  * nodes capped at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE), which NCCL
  * applies first and then halves only chunks above 64 KiB: the same as
  * the halvings, then the cap. */
 Test(pipe, nvls_tree_chunk_cap_after_halvings)
 {
-	static const int64_t below[] = { 16, 1 }, halvings[] = { 1, 2 };
+	static const int64_t below[] = { 4, 1 }, halvings[] = { 1, 2 };
 	struct coll_pipe_spec ps = {
 		.chunk_B = 128 * KiB, .halve_below = { (int64_t *)below, 2 },
 		.halvings = { (int64_t *)halvings, 2 }, .slices = 1,
@@ -69,10 +69,10 @@ Test(pipe, nvls_tree_chunk_cap_after_halvings)
 	struct pipe pp;
 
 	pipe_init(&pp, &ps, &(struct pipe_shape){ 16 * 8, 1, 1, 2 });
-	/* 1 GiB >= 16 x 128 x 128 KiB = 256 MiB: 128 KiB, 64 loops */
+	/* 1 GiB >= 4 x 128 x 128 KiB = 64 MiB: 128 KiB, 64 loops */
 	EQ_REL(pipe_chunk_B(&pp, GiB), 128 * KiB, 0);
 	EQ_REL(pipe_loops(&pp, GiB), 64, 0);
-	/* 16 MiB < 256 MiB: 64 KiB; not below 1 x 128 x 64 KiB = 8 MiB */
+	/* 16 MiB < 64 MiB: 64 KiB; not below 1 x 128 x 64 KiB = 8 MiB */
 	EQ_REL(pipe_chunk_B(&pp, 16 * MiB), 64 * KiB, 0);
 	/* 4 MiB < 8 MiB: 32 KiB */
 	EQ_REL(pipe_chunk_B(&pp, 4 * MiB), 32 * KiB, 0);

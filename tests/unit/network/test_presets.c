@@ -329,17 +329,52 @@ Test(net_presets, nccl_nvls_tree_chunks_follow_enqueue)
 	pipe_init(&pp, ps, &(struct pipe_shape){ 8, 1, 1, 2 });
 	pp.chunks *= (double)ps->channels;
 	cr_assert_float_eq(pp.chunks, 128, 0);
-	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 16 x 128 x
-	 * 128 KiB = 256 MiB up, 64 KiB down to 1 x 128 x 64 KiB = 8 MiB,
-	 * 32 KiB below; pipe_init's fill: stages - 1 + the shape's 2 (the
-	 * algorithm passes its own, algo.c nvls_tree_fill). */
+	/* enqueue.cc (v2.26.2-1, NVLS_TREE): 128 KiB from 4 x 128 x
+	 * 128 KiB = 64 MiB up (the 16 x rule needs a chunk over 128 KiB),
+	 * 64 KiB down to 1 x 128 x 64 KiB = 8 MiB, 32 KiB below;
+	 * pipe_init's fill: stages - 1 + the shape's 2 (the algorithm
+	 * passes its own, algo.c nvls_tree_fill). */
 	cr_assert_float_eq(pipe_chunk_B(&pp, 268435456.0), 131072, 0);
-	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 65536, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 134217728.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 67108864.0), 131072, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 33554432.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 8388608.0), 65536, 0);
 	cr_assert_float_eq(pipe_chunk_B(&pp, 4194304.0), 32768, 0);
 	cr_assert_float_eq(pp.fill, 5, 0);
 	/* from 4 nodes NCCL_NVLSTREE_MAX_CHUNKSIZE's default, 64 KiB */
 	cr_assert_float_eq(ps->chunk_4nodes_B, 65536, 0);
+	arena_release(&a);
+}
+
+/* A Tree/Simple all-reduce keeps NCCL's step (512 KiB) at every size from
+ * v2.20.3-1 on (enqueue.cc calcCollChunking: no tree.depth rule), while
+ * RCCL still halves by the tree's depth (ROCm/rccl enqueue.cc). Shape as
+ * algo_ring.c tree_pipe for 20 NVL72 racks: 32 channels of one chunk a
+ * loop, depth 71 + floor(log2 20) = 75, fill 2 x 75 - 1 = 149. */
+Test(net_presets, nccl_tree_simple_keeps_its_step_rccl_halves)
+{
+	struct arena a;
+	const struct coll_lib_spec *lib;
+	struct pipe pp;
+
+	arena_init(&a);
+	lib = fx_load(&a, &collectives_schema, "nccl", NULL, 0);
+	pipe_init(&pp, &lib->algo[ALGO_TREE].pipe[PROTO_SIMPLE],
+		  &(struct pipe_shape){ 32, 1, 75, 149 });
+	/* 512 MiB is 32 chunks a channel, under 8 x 75: NCCL 2.19 went to
+	 * 64 KiB here; 2.20+ keeps 512 KiB. */
+	cr_assert_float_eq(pipe_chunk_B(&pp, 536870912.0), 524288, 0);
+	cr_assert_float_eq(pipe_chunk_B(&pp, 1048576.0), 524288, 0);
+	/* its fill: 149 loops of 32 x 512 KiB = 2384 MiB over 512 MiB */
+	cr_assert_float_eq(pipe_volume_factor(&pp, 536870912.0),
+			   1 + 149.0 * 16 / 512, 1e-12);
+	lib = fx_load(&a, &collectives_schema, "rccl", NULL, 0);
+	pipe_init(&pp, &lib->algo[ALGO_TREE].pipe[PROTO_SIMPLE],
+		  &(struct pipe_shape){ 32, 1, 75, 149 });
+	/* RCCL: 512 MiB / (32 x 512 KiB) = 32 < 8 x 75 -> 256, 128 KiB (2
+	 * halvings, the first rule's cap); 128 < 4 x 75 -> 64 KiB (3);
+	 * 256 >= 75: stop. */
+	cr_assert_float_eq(pipe_chunk_B(&pp, 536870912.0), 65536, 0);
 	arena_release(&a);
 }
 
