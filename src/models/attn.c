@@ -159,6 +159,9 @@ static void qk_norm(struct layer_ops *o, enum layer_pass pass,
 		}
 		op->host = HOST_MODULE;
 	}
+	/* q_layernorm's and k_layernorm's weights: d elements each */
+	if (pass == PASS_BWD)
+		lop_norm_grad_add(o, d, d->head_dim, 2);
 }
 
 /* Megatron-Core's split of the fused QKV output (qkv_split; NVIDIA/
@@ -573,6 +576,7 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		       hq * (m->nope + m->v), m->kv_lora, d->lowp);
 	lop_memop(o, "kv_norm_bwd", PASS_BWD, 3 * ts * m->kv_lora * d->act_B,
 		  ts * m->kv_lora * d->act_B, NORM_FLOPS * ts * m->kv_lora);
+	lop_norm_grad_add(o, d, m->kv_lora, 1);
 	if (m->q_lora > 0) {
 		lop_column_bwd(o, "q_up_input_allgather", "q_up_grad_cast",
 			       "q_up_dgrad", "q_up_grad_tp_reduce", "q_up_wgrad",
@@ -580,6 +584,7 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 		lop_memop(o, "q_norm_bwd", PASS_BWD,
 			  3 * ts * m->q_lora * d->act_B,
 			  ts * m->q_lora * d->act_B, NORM_FLOPS * ts * m->q_lora);
+		lop_norm_grad_add(o, d, m->q_lora, 1);
 		lop_swizzle(o, PASS_BWD, d, d->lowp, h * m->q_lora,
 			    ts * m->q_lora, 1, 1);
 		lop_gemm(o, "q_down_dgrad", PASS_BWD, ts, h, m->q_lora, d->lowp);
@@ -601,6 +606,7 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 	lop_wgrad(o, "kv_down_wgrad", h, m->kv_lora + m->rope, ts, d->lowp);
 	lop_accumulate(o, d, h * (m->kv_lora + m->rope));
 	lop_norm_bwd(o, "norm1_bwd", d);
+	lop_norm_grad_add(o, d, d->hidden, 1);
 }
 
 /* Megatron-Core recomputes MLA's up projections and RoPE

@@ -946,6 +946,7 @@ void layer_mtp_bwd(const struct layer_dims *d, const struct layer_kind *k,
 			     "mtp_proj_dgrad", "mtp_proj_grad_tp_reduce",
 			     "mtp_proj_wgrad", d, h / d->tp, 2 * h, d->lowp);
 	lop_norm_bwd_after(o, "mtp_norms_bwd", d, red);
+	lop_norm_grad_add(o, d, h, 1);	/* the second of the two norms */
 	/* The module's embedding lookup is Megatron-Core's own
 	 * LanguageModelEmbedding, built on the MTP stage (GPTModel: pre_process
 	 * or mtp_process; the first stage's shared weight on one stage): the

@@ -295,6 +295,8 @@ struct layer_dims {
 	int mla_concat;		/* MLA's q and k built by torch.cat (attn_mla.c) */
 	int eager_act;		/* gated activation as two PyTorch ops */
 	int eager_norm;		/* norms as PyTorch ops in fp32 (layer_ops.c) */
+	int norm_tensors;	/* a norm's parameters: weight (RMSNorm), and
+				 * bias (LayerNorm): lop_norm_grad_add */
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
 				 * qkv_split_fwd) */

@@ -409,6 +409,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 				 d->attn_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
+	d->norm_tensors = m->norm == NORM_LAYER ? 2 : 1;
 	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */
 	d->eager_norm = j->framework->elementwise.eager_norm == 1 &&
 			m->norm != NORM_LAYER;

@@ -222,9 +222,16 @@ int16_t lop_column_bwd_parts(struct layer_ops *o, const char *ag_name,
 			     const struct lin_parts *p,
 			     const struct layer_dims *d, double k, int lowp);
 
-/* Norm backward waiting also for the reduction red. */
+/* Norm backward waiting also for the reduction red; then its
+ * parameters' gradient add (lop_norm_grad_add). */
 void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 			const struct layer_dims *d, int16_t red);
+
+/* k norms' parameter gradients (n elements a tensor, d->norm_tensors
+ * tensors a norm) added into main_grad by Megatron DDP's backward
+ * post-hook: one kernel a tensor (layer_ops.c). */
+void lop_norm_grad_add(struct layer_ops *o, const struct layer_dims *d,
+		       double n, double k);
 
 /* ---- attention (attn.c) ---- */
 

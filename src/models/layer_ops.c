@@ -560,6 +560,41 @@ void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 {
 	lop_norm_bwd(o, name, d);
 	o->op[o->n - 1].dep[1] = red;
+	lop_norm_grad_add(o, d, d->hidden, 1);
+}
+
+/* A norm's parameter gradients into the gradient buffer: k norms of n
+ * elements each, d->norm_tensors tensors a norm (RMSNorm: gamma;
+ * LayerNorm: gamma and beta). Transformer Engine's norms (the
+ * LayerNormLinear's layer_norm_weight, TENorm's RMSNorm and LayerNorm)
+ * and apex's return dgamma (dbeta) from their autograd function as the
+ * parameter's plain gradient: Megatron's gradient accumulation fusion
+ * reaches only the linears' weights (their wgrad GEMM's epilogue), so
+ * Megatron DDP's backward post-hook adds it into main_grad every
+ * microbatch, param.main_grad.add_(param.grad.data), then param.grad =
+ * None (megatron/core/distributed/distributed_data_parallel.py
+ * _make_backward_post_hook, NVIDIA/Megatron-LM @ 256f6065 l. 448-451;
+ * the router weight's, moe_router.c, is the same add): one elementwise
+ * kernel a tensor, its 16-bit gradient and the fp32 buffer read, the
+ * buffer written; each tensor its own hook call, so its own op. The
+ * adds are launch-bound (a Qwen3 layer's are 2048- and 128-element
+ * tensors). Without a main_grad buffer (wgrad_autograd: AccumulateGrad
+ * steals the gradient on a step's first microbatch) and under torch
+ * FSDP's flat gradients, none, as lop_accumulate_w. In a captured scope
+ * the adds are counted as captured [?]: the hook returns while a graph
+ * is being captured (is_graph_capturing) and runs eagerly after the
+ * graphed callable's backward, one host call a tensor not charged. */
+void lop_norm_grad_add(struct layer_ops *o, const struct layer_dims *d,
+		       double n, double k)
+{
+	double w = k * d->norm_tensors, i;
+
+	if (d->autograd_wgrad || (!d->unfused_grad_acc && d->fsdp_n > 0) ||
+	    n <= 0)
+		return;
+	for (i = 0; i < w; i++)
+		lop_memop(o, "norm_grad_add", PASS_BWD,
+			  n * (d->act_B + d->grad_B), n * d->grad_B, n);
 }
 
 /* The first MLP GEMM's output (t rows of u) through the activation

@@ -278,6 +278,7 @@ void mamba_bwd(struct layer_ops *o, const struct layer_dims *d)
 		    "out_proj_dgrad", "out_proj_wgrad", d, x.di_tp);
 	lop_memop(o, "mamba_norm_bwd", PASS_BWD, 2 * n_tp * B, n_tp * B,
 		  NORM_FLOPS * n_tp)->host = HOST_MODULE;
+	lop_norm_grad_add(o, d, x.di_tp, 1);	/* its gated norm's weight */
 	cp_post(o, PASS_BWD, 1, d, &x);
 	transpose(o, "mamba_out_copy_bwd", PASS_BWD, d, &x, x.di);
 	/* MambaSplitConv1dScanCombinedFn.backward: the conv and the scan's

@@ -182,3 +182,87 @@ Test(block, nvfp4_gemm_launches_its_alpha_kernel)
 	cr_assert_eq(block_cost(&b, &o, &f.gpu, &dt, NULL), 0);
 	cr_assert_float_eq(b.op[0].time_s, plain.time_s, 1e-12);
 }
+
+/* The ops of o named name: their count, and the first one's index. */
+static int named(const struct layer_ops *o, const char *name, int *first)
+{
+	int i, n = 0;
+
+	*first = -1;
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0) {
+			if (n++ == 0)
+				*first = i;
+		}
+	return n;
+}
+
+Test(layer, norm_parameters_are_added_by_the_ddp_hook)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	const struct layer_op *a;
+	int at, n;
+
+	/* Megatron DDP's backward post-hook adds each norm parameter's plain
+	 * gradient into main_grad (layer_ops.c lop_norm_grad_add). The
+	 * fixture's GPT layer: LayerNorm (gamma and beta), h 1024, bf16
+	 * activations (2 B), fp32 main_grad (4 B). Its backward has two
+	 * norms, the pre-MLP one and the input one, each followed by two
+	 * adds (gamma's, beta's: one hook call and one kernel a tensor) of
+	 * 1024 elements: read 1024 x (2 + 4) = 6144 B, write 1024 x 4 =
+	 * 4096 B, 1024 adds; 4 in the layer. */
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.act_B, 2);
+	cr_assert_eq(d.grad_B, 4);
+	cr_assert_eq(d.norm_tensors, 2);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	n = named(&o, "norm_grad_add", &at);
+	cr_assert_eq(n, 4);
+	a = &o.op[at];
+	cr_assert_str_eq(o.op[at - 1].name, "norm2_bwd");
+	cr_assert_str_eq(o.op[at + 1].name, "norm_grad_add");
+	cr_assert_eq(a->pass, PASS_BWD);
+	cr_assert_leq(a->k.launches, 1);	/* 0: the one launch */
+	cr_assert_eq(a->host_kernels, 0);
+	cr_assert_float_eq(a->k.read_B, 6144, 1e-6);
+	cr_assert_float_eq(a->k.write_B, 4096, 1e-6);
+	cr_assert_float_eq(a->k.vec_flops, 1024, 1e-6);
+
+	/* Qwen3's per-head q and k norms (RMSNorm, head_dim 1024 / 16 = 64):
+	 * two adds more, a weight of 64 elements each: read 64 x 6 = 384 B,
+	 * write 256 B; the layer's own norms are RMSNorms too, one add each
+	 * (1024 elements, 6144 B read): 4 in the layer */
+	f.model.norm = NORM_RMS;
+	layer_dims_from_job(&f.job, &d);
+	d.qk_norm = 1;
+	cr_assert_eq(d.norm_tensors, 1);
+	cr_assert_float_eq(d.head_dim, 64, 1e-12);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(named(&o, "norm_grad_add", &at), 4);
+	cr_assert_float_eq(o.op[at].k.read_B, 6144, 1e-6);
+	cr_assert_str_neq(o.op[at + 1].name, "norm_grad_add");
+	at = fixture_op_index(&o, "k_norm_bwd");
+	cr_assert(at >= 0);
+	for (n = 1; n <= 2; n++) {
+		a = &o.op[at + n];
+		cr_assert_str_eq(a->name, "norm_grad_add");
+		cr_assert_float_eq(a->k.read_B, 384, 1e-6);
+		cr_assert_float_eq(a->k.write_B, 256, 1e-6);
+	}
+
+	/* no main_grad buffer (wgrad_autograd): AccumulateGrad takes the
+	 * gradient, no add; the same under torch FSDP's flat gradients */
+	f.fw.wgrad_autograd = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(named(&o, "norm_grad_add", &at), 0);
+	f.fw.wgrad_autograd = 0;
+	f.job.training.zero_stage = 3;
+	f.fw.fsdp_grad_passes = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(named(&o, "norm_grad_add", &n), 0);
+}

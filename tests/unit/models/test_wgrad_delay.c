@@ -58,12 +58,15 @@ Test(wgrad_delay, moe_layer_backward_order)
 		  "undelayed, the dispatch's backward waits for the wgrad");
 	out = train_delay_wgrad(&m.o);
 	cr_assert_eq(m.o.n, n, "no op lost or added");
-	/* the attention's two wgrads (proj, qkv) go last, after norm1_bwd
-	 * and the residual's gradient add (add1_bwd), the layer's input
-	 * gradient: out = n - 1 - 2 */
+	/* the attention's two wgrads (proj, qkv) go last, after norm1_bwd,
+	 * its gamma's and beta's main_grad adds (norm_grad_add: the DDP
+	 * hook's, not delayed) and the residual's gradient add (add1_bwd),
+	 * the layer's input gradient: out = n - 1 - 2 */
 	cr_assert_eq(out, n - 3, "out %d of %d", out, n);
 	norm1 = fixture_op_index(&m.o, "norm1_bwd");
-	cr_assert_eq(norm1, out - 1);
+	cr_assert_eq(norm1, out - 3);
+	cr_assert(named(&m.o.op[out - 2], "norm_grad_add"));
+	cr_assert(named(&m.o.op[out - 1], "norm_grad_add"));
 	cr_assert(named(&m.o.op[out], "add1_bwd"));
 	for (i = out + 1; i < n; i++)
 		cr_assert(ends_with(m.o.op[i].name, "_wgrad") &&
