@@ -77,6 +77,10 @@ struct gpu_attention_spec {
 	double fwd_efficiency;		/* fraction of the clock-scaled peak, forward; 0 = gemm efficiency */
 	double bwd_efficiency;		/* fraction of the clock-scaled peak, backward; 0 = gemm efficiency */
 	int64_t block_q;		/* query rows per work unit (thread block); 0 = no occupancy model */
+	int64_t fwd_q_blocks;		/* query blocks of block_q rows one forward unit of the
+					 * vendor kernel holds, sharing one key-block range; 0 = 1 */
+	int64_t fwd_q_blocks_max_head_dim;	/* the largest query/key head dim whose forward
+						 * kernel holds fwd_q_blocks; 0 = any */
 	double masked_tile_cost;	/* unmasked tiles of time a causal-diagonal (masked) tile takes; >= 1 */
 	int64_t mma_rows;		/* query rows one attention MMA computes: a decode
 					 * kernel pads its rows to a multiple */

@@ -25,6 +25,17 @@ static const struct schema_field attn_fields[] = {
 	  .offset = offsetof(struct gpu_attention_spec, block_q),
 	  .min = 1, .max = 65536, .flags = SF_OPTIONAL,
 	  .help = "sequence rows per work unit; absent = no occupancy model" },
+	{ .key = "fwd_q_blocks", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, fwd_q_blocks),
+	  .min = 1, .max = 16, .flags = SF_OPTIONAL,
+	  .help = "query blocks of block_q rows one forward work unit (thread "
+		  "block) of the vendor kernel holds: each computes every key "
+		  "block of the unit's range (default 1)" },
+	{ .key = "fwd_q_blocks_max_head_dim", .type = ST_INT,
+	  .offset = offsetof(struct gpu_attention_spec, fwd_q_blocks_max_head_dim),
+	  .min = 1, .max = 4096, .flags = SF_OPTIONAL,
+	  .help = "the largest query/key head dim whose forward kernel holds "
+		  "fwd_q_blocks query blocks (wider heads: one; default any)" },
 	{ .key = "flash2_fwd_efficiency", .type = ST_NUM,
 	  .offset = offsetof(struct gpu_attention_spec, flash2_fwd_efficiency),
 	  .min = SCHEMA_EFF_MIN, .max = 1, .flags = SF_OPTIONAL,

@@ -156,6 +156,22 @@
  *     t_u = t_0 + B (d + d_v) e / (B_l / U)          backward
  *     l   = t_u + tau (tiles + (mu - 1) masked tiles)     a unit's time
  *
+ * Query blocks a unit (attention.fwd_q_blocks = q, forward, vendor kernel,
+ * head dims up to attention.fwd_q_blocks_max_head_dim). cuDNN's sm100
+ * forward holds Tiles_Q = 2 query blocks of 128 rows in one thread block
+ * (NVIDIA/cudnn-frontend @ 3929da2 include/cudnn_frontend/experimental/
+ * sm100_sdpa_prefill_engine.h: ctas_in_q_dim = div_up(S_q, TILE_M *
+ * Tiles_Q); the d64 and d128 kernels, generated/sdpa/sm100/prefill/
+ * full_seqlens/d64_fprop_kernel.h compute_kv_loop_bounds over ROW_TILE_SIZE
+ * = BMM1_TILE_M * Tiles_Q rows, the d256 kernel a 128-row CTA tile). The
+ * key-block range is the one the q blocks' rows need together and each
+ * query block computes every key block of it (a causal unit's first block
+ * also the second's diagonal block, all masked; a 128-key window's rows
+ * 256 u .. 256 u + 255 span key blocks 2u - 1 .. 2u + 1: 3 tiles a query
+ * block where one block a unit computes 2). A tile is masked where the
+ * diagonal or the window's edge crosses it for any of the unit's rows;
+ * the unit loads its q Q blocks (t_u = t_0 + q B d e / (B_l / U)).
+ *
  * Schedule. The units go to CUs as they free up (list scheduling); the
  * libraries do not publish their order, so it is taken as arbitrary.
  * Without a mask all units are equal and run in lock-step waves:
@@ -375,6 +391,70 @@ static struct gpu_units units(const struct gpu_spec *g,
 	return r;
 }
 
+/* Count of the integers in [lo1, hi1] and [lo2, hi2] that lie in [lo, hi]. */
+static double union_count(double lo1, double hi1, double lo2, double hi2,
+			  double lo, double hi)
+{
+	double n1, n2, both;
+
+	lo1 = fmax(lo1, lo);
+	hi1 = fmin(hi1, hi);
+	lo2 = fmax(lo2, lo);
+	hi2 = fmin(hi2, hi);
+	n1 = fmax(hi1 - lo1 + 1, 0);
+	n2 = fmax(hi2 - lo2 + 1, 0);
+	both = fmax(fmin(hi1, hi2) - fmax(lo1, lo2) + 1, 0);
+	return n1 + n2 - (n1 > 0 && n2 > 0 ? both : 0);
+}
+
+/* Forward units of q query blocks each (attention.fwd_q_blocks; see the
+ * top, "Work units"): unit u holds query blocks u q .. u q + n - 1
+ * (n <= q at the end), rows r_0 .. r_1 in key coordinates; its key-block
+ * range is the one those rows need together, and every query block of it
+ * computes every key block of the range. Masked are the key blocks that
+ * the diagonal (keys r_0 .. r_1) or the window's lower edge (keys r_0 -
+ * w + 1 .. r_1 - w + 1, as window_tiles) crosses, in each query block. */
+static struct gpu_units group_units(const struct gpu_spec *g,
+				    const struct gpu_attn_shape *a, double b,
+				    double q, double unit_s, double keep_s,
+				    double tile_s, double mask_tile_s)
+{
+	double nq = ceil(a->seq_q / b), nk = ceil(a->seq_kv / b);
+	double off = a->seq_kv - a->seq_q, w = a->window;
+	double mu = g->attention.masked_tile_cost, u, n, r0, r1, lo, hi;
+	double masked, l;
+	struct gpu_units r = {0, 0, 0, 0};
+
+	for (u = 0; u * q < nq; u++) {
+		n = fmin(q, nq - u * q);
+		r0 = off + u * q * b;
+		r1 = off + (u * q + n) * b - 1;
+		lo = 0;
+		hi = nk - 1;
+		masked = 0;
+		if (a->causal) {
+			hi = fmin(floor(r1 / b), nk - 1);
+			if (windowed(a))
+				lo = fmax(floor((r0 - w + 1) / b), 0);
+			masked = windowed(a) ?
+				union_count(floor(r0 / b), floor(r1 / b),
+					    floor((r0 - w + 1) / b),
+					    ceil((r1 - w + 1) / b) - 1, lo, hi) :
+				union_count(floor(r0 / b), floor(r1 / b), 1, 0,
+					    lo, hi);
+		}
+		if (hi < lo)
+			continue;
+		l = unit_s + keep_s * n + tile_s * n * (hi - lo + 1) +
+		    mask_tile_s * n * masked * (mu - 1);
+		r.n++;
+		r.sum_s += l;
+		r.sum2_s2 += l * l;
+		r.longest_s = fmax(r.longest_s, l);
+	}
+	return r;
+}
+
 struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 				 const struct gpu_attn_shape *a, double b,
 				 double unit_s, double tile_s, int backward)
@@ -437,7 +517,7 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 				  double bw_Bps, int backward, int all_masked)
 {
 	double cus = (double)g->compute_units;
-	double b = (double)g->attention.block_q, heads, tile_F, kept_B;
+	double b = (double)g->attention.block_q, heads, tile_F, kept_B, q;
 	struct gpu_units u;
 
 	if (b <= 0)
@@ -446,9 +526,19 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 	tile_F = b * b * flops / (heads * gpu_attn_pairs(a));
 	kept_B = b * (a->head_dim_qk + (backward ? a->head_dim_v : 0)) *
 		 dtype_bytes(dt);
-	u = units(g, a, b, g->gemm_tile_overhead_s + kept_B / (bw_Bps / cus),
-		  tile_F / (rate / cus), tile_F / (mask_rate / cus), backward,
-		  all_masked);
+	q = (double)g->attention.fwd_q_blocks;
+	if (g->attention.fwd_q_blocks_max_head_dim > 0 &&
+	    a->head_dim_qk > g->attention.fwd_q_blocks_max_head_dim)
+		q = 1;
+	if (!backward && q > 1 && a->kernel == GPU_ATTN_VENDOR && !all_masked)
+		u = group_units(g, a, b, q, g->gemm_tile_overhead_s,
+				kept_B / (bw_Bps / cus), tile_F / (rate / cus),
+				tile_F / (mask_rate / cus));
+	else
+		u = units(g, a, b,
+			  g->gemm_tile_overhead_s + kept_B / (bw_Bps / cus),
+			  tile_F / (rate / cus), tile_F / (mask_rate / cus),
+			  backward, all_masked);
 	return gpu_attn_schedule_s(&u, heads, cus, a->causal);
 }
 

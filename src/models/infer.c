@@ -514,6 +514,32 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		op = agemm(o, d, "kv_b", kv_pre, a * (d->nope_dim + d->v_head_dim),
 			  d->kv_lora_rank);
 		op->attention = 1;
+		/* The MHA kernel takes Q and K whole, d_n + d_r per head:
+		 * the engines write the rotated q_pe back into Q and build K
+		 * from kv_b's k_nope (a strided view) and the one rotated
+		 * k_pe broadcast over the heads, for the T_p prompt tokens
+		 * and K_p keys (the prompt's, and a cached prefix's
+		 * decompressed again):
+		 *   read  T_p a d_r e + K_p (a d_n + d_r) e
+		 *   write T_p a d_r e + K_p a (d_n + d_r) e
+		 * (SGLang forward_normal_prepare: q[..., qk_nope_head_dim:] =
+		 * q_pe; k = torch.empty_like(q); k[..., :qk_nope_head_dim] =
+		 * k_nope; k[..., qk_nope_head_dim:] = k_pe, the K build again
+		 * in _chunked_prefix_attn_mha, sgl-project/sglang @ 00114aef
+		 * python/sglang/srt/models/deepseek_v2.py, eager in prefill;
+		 * vLLM: q[..., qk_nope_head_dim:], k_pe = self.rotary_emb(...)
+		 * in model_executor/layers/mla.py [?: inside its compiled graph,
+		 * where Inductor may fold the write-back], and k = torch.cat(
+		 * (k_nope, k_pe.expand(...)), dim=-1) in MLACommonImpl's
+		 * prefill, v1/attention/backends/mla/common.py). One op for
+		 * the two or three copy kernels (their launches are nothing
+		 * beside a prompt's bytes). */
+		double t_p = t - t_dec;
+
+		memop(o, "qk_assemble", (t_p * a * d->rope_dim + kv_pre *
+		      (a * d->nope_dim + d->rope_dim)) * d->act_B,
+		      (t_p * a * d->rope_dim + kv_pre * a * (d->nope_dim +
+		      d->rope_dim)) * d->act_B, 0);
 	}
 	if (t_dec > 0) {
 		/* q_nope into the latent: a GEMMs (T_d, r, d_n), on kv_b's

@@ -252,6 +252,38 @@ Test(dsa, prefill_mode_by_work)
 	cr_assert_float_eq(op->m, 32768, 1e-9);
 }
 
+/*
+ * The MHA mode's Q and K are assembled per head before the kernel
+ * (infer.c attn_mla, qk_assemble): one H100, a = 128 heads, d_n 128,
+ * d_r 64, bf16; a prompt of 4096 tokens over the fixture's 512 cached
+ * ones decompresses 4608 keys. q_pe written back: 4096 x 128 x 64 x 2 =
+ * 67,108,864 B read and as many written; K: reads 4608 x (128 x 128 +
+ * 64) x 2 = 151,584,768 B (k_nope, and k_pe once), writes 4608 x 128 x
+ * 192 x 2 = 226,492,416 B. In all 218,693,632 B read, 293,601,280 B
+ * written. The sparse mode (32768 tokens) decompresses none and builds
+ * no K.
+ */
+Test(dsa, mha_prefill_builds_the_per_head_keys)
+{
+	const char *short_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+				  "serving.batch=1", "serving.input_len=4096" };
+	const char *long_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
+				 "serving.batch=1",
+				 "serving.input_len=32768" };
+	struct infer_ops o;
+	struct infer_dims d;
+	struct infer_batch b;
+	const struct infer_op *op;
+
+	serve_ops(short_p, 4, &o, &d, &b);
+	cr_assert_eq(fixture_infer_count(&o, "qk_assemble"), 1);
+	op = fixture_infer_op(&o, "qk_assemble");
+	fixture_assert_close(op->read_B, 218693632.0);
+	fixture_assert_close(op->write_B, 293601280.0);
+	serve_ops(long_p, 4, &o, &d, &b);
+	cr_assert_eq(fixture_infer_count(&o, "qk_assemble"), 0);
+}
+
 /* The attention FLOPs of a step's attn_prefill op (costed on the job's
  * GPU). */
 static double infer_op_flops(const char *const *sets, size_t n,
