@@ -192,8 +192,9 @@ static const struct schema_field model_fields[] = {
 	{ .key = "tie_word_embeddings", .type = ST_BOOL,
 	  .offset = OFF(tie_word_embeddings), .flags = SF_OPTIONAL,
 	  .help = "LM head shares the input embedding (default: true for "
-		  "model_type gemma, gemma2, gemma3_text, gpt2, bloom, opt "
-		  "and falcon, whose transformers config classes tie by "
+		  "model_type gemma, gemma2, gemma3_text, gpt2, bloom, opt, "
+		  "falcon, starcoder2, cohere, cohere2, mpt and gpt_bigcode, "
+		  "whose transformers config classes tie by "
 		  "default, so their config.json leaves the key out; else "
 		  "false)" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),

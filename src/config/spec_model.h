@@ -182,14 +182,16 @@ int quant_read_excludes(struct quant_spec *q, const struct cnode *map,
 int model_check_hf_keys(const struct cnode *map, struct diag *d);
 
 /* An older transformers config's own name for a size (n_embd, n_layer,
- * n_head, n_inner, n_positions, n_embed, ffn_dim) where llmsim's key is
- * missing: an error naming the key it stands for (spec_model_hf.c). 0,
- * or -1 after reporting each. Run on the file's map before the schema. */
+ * n_head, n_inner, n_positions, n_embed, ffn_dim, MPT's d_model, ...)
+ * where llmsim's key is missing: an error naming the key it stands for
+ * (spec_model_hf.c). 0, or -1 after reporting each. Run on the file's
+ * map before the schema. */
 int model_check_old_names(const struct cnode *map, struct diag *d);
 
 /* Whether Hugging Face model_type's config class ties the LM head to the
  * embedding when tie_word_embeddings is absent (spec_model_hf.c: GPT-2,
- * BLOOM, OPT, Falcon and Gemma 1-3 do; the rest llmsim knows do not). */
+ * BLOOM, OPT, Falcon, Gemma 1-3, StarCoder2, Cohere 1-2, MPT and
+ * GPTBigCode do; the rest llmsim knows do not). */
 int model_tied_by_default(const char *model_type);
 
 /* The rope_scaling and quantization_config sections of model_schema

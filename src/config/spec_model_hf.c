@@ -207,7 +207,12 @@ static int check_encoder_decoder(const struct cnode *node, struct diag *d)
  * num_attention_heads n_head, max_position_embeddings n_positions; the
  * MLP n_inner, None: 4 n_embd), BloomConfig (@ 04efa883: n_layer,
  * n_head, n_embed), FalconConfig (@ 05585536: n_layer, n_head; n_embed
- * read for hidden_size), OPTConfig (@ 014674d3: ffn_dim). llmsim reads
+ * read for hidden_size), OPTConfig (@ 014674d3: ffn_dim), MptConfig
+ * (@ 05699a76 models/mpt: hidden_size d_model, num_attention_heads
+ * n_heads, num_hidden_layers n_layers; the MLP expansion_ratio x
+ * d_model, positions max_seq_len), GPTBigCodeConfig (@ 05ff2e98
+ * models/gpt_bigcode: GPT-2's names; multi_query true: one KV head,
+ * num_key_value_heads = 1 if multi_query else n_head). llmsim reads
  * only its names, and such a model's other keys differ too
  * (activation_function, its norm and positions), so the old name where
  * llmsim's is missing is an error that says which key it is, not a
@@ -217,21 +222,29 @@ static int check_encoder_decoder(const struct cnode *node, struct diag *d)
  * num_key_value_heads: without it llmsim would read as many KV heads as
  * query heads. */
 static const char *const old_names[][3] = {
-	{ "n_embd", "hidden_size", "GPT-2's name" },
+	{ "n_embd", "hidden_size",
+	  "GPT-2's, GPT-J's, CodeGen's and GPTBigCode's name" },
 	{ "n_embed", "hidden_size", "BLOOM's and Falcon's name" },
+	{ "d_model", "hidden_size", "MPT's name" },
 	{ "n_layer", "num_hidden_layers",
 	  "GPT-2's, BLOOM's and Falcon's name" },
+	{ "n_layers", "num_hidden_layers", "MPT's name" },
 	{ "n_head", "num_attention_heads",
 	  "GPT-2's, BLOOM's and Falcon's name" },
+	{ "n_heads", "num_attention_heads", "MPT's name" },
 	{ "n_inner", "intermediate_size",
 	  "GPT-2's name (null there: 4 x n_embd)" },
+	{ "expansion_ratio", "intermediate_size",
+	  "MPT's multiplier (intermediate_size = expansion_ratio x d_model)"
+	  " standing" },
 	{ "n_positions", "max_position_embeddings", "GPT-2's name" },
+	{ "max_seq_len", "max_position_embeddings", "MPT's name" },
 	{ "ffn_dim", "intermediate_size", "OPT's name" },
 	{ "n_head_kv", "num_key_value_heads",
 	  "Falcon's (RW checkpoints') name" },
 	{ "num_kv_heads", "num_key_value_heads", "Falcon's name" },
 	{ "multi_query", "num_key_value_heads",
-	  "Falcon's flag (true: 1 KV head) standing" },
+	  "Falcon's and GPTBigCode's flag (true: 1 KV head) standing" },
 };
 
 int model_check_old_names(const struct cnode *node, struct diag *d)
@@ -291,14 +304,21 @@ int model_check_hf_keys(const struct cnode *node, struct diag *d)
  * OPTConfig (@ 014674d3 models/opt), FalconConfig (@ 05585536
  * models/falcon) set none; GemmaConfig, Gemma2Config and
  * Gemma3TextConfig set True (@ 008e5743 models/gemma, models/gemma2;
- * @ 008f5c8c models/gemma3). The classes of every other model type
- * llmsim's presets name (Llama, Mixtral, Qwen3, DeepSeek, ...) set
- * False. */
+ * @ 008f5c8c models/gemma3). Starcoder2Config, CohereConfig and
+ * Cohere2Config (@ 008e5743 models/starcoder2, models/cohere,
+ * models/cohere2: tie_word_embeddings: bool = True), MptConfig
+ * (@ 05699a76 models/mpt: tie_word_embeddings=True) and
+ * GPTBigCodeConfig (@ 05ff2e98 models/gpt_bigcode: True) tie too: a
+ * Command-R config.json without the key had a second 256000 x 8192
+ * head (2.1 B parameters). GPTNeoXConfig sets False (@ 008e5743
+ * models/gpt_neox), as do the classes of every other model type
+ * llmsim's presets name (Llama, Mixtral, Qwen3, DeepSeek, ...). */
 int model_tied_by_default(const char *model_type)
 {
 	static const char *const tied[] = {
 		"gemma", "gemma2", "gemma3_text", "gpt2", "bloom", "opt",
-		"falcon", NULL,
+		"falcon", "starcoder2", "cohere", "cohere2", "mpt",
+		"gpt_bigcode", NULL,
 	};
 
 	return model_type && schema_name_index(tied, model_type) >= 0;

@@ -723,15 +723,22 @@ Test(hf_model, tie_word_embeddings_absent_is_the_config_class_default)
 	 * false gave it a second 256000 x 3072 head. GPT2Config, BloomConfig,
 	 * OPTConfig and FalconConfig set no default: PretrainedConfig's
 	 * True (openai-community/gpt2's config.json has no such key).
-	 * Absent: true for those seven model_types, false for llama
-	 * (LlamaConfig's False), for a type merely starting like one
-	 * (gpt2_custom) and for none; a given value stands either way.
+	 * Starcoder2Config, CohereConfig, Cohere2Config, MptConfig and
+	 * GPTBigCodeConfig default to True (a Command-R config.json without
+	 * the key got a second 256000 x 8192 head), GPTNeoXConfig to False.
+	 * Absent: true for those twelve model_types, false for llama
+	 * (LlamaConfig's False), gpt_neox, a type merely starting like one
+	 * (gpt2_custom, cohere3) and none; a given value stands either way.
 	 */
 	static const char *const types[] = { "gemma", "gemma2",
 					     "gemma3_text", "gpt2", "bloom",
-					     "opt", "falcon", "llama",
-					     "gpt2_custom", NULL };
-	static const int want[] = { 1, 1, 1, 1, 1, 1, 1, 0, 0, 0 };
+					     "opt", "falcon", "starcoder2",
+					     "cohere", "cohere2", "mpt",
+					     "gpt_bigcode", "llama",
+					     "gpt_neox", "gpt2_custom",
+					     "cohere3", NULL };
+	static const int want[] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+				    0, 0, 0, 0, 0 };
 	char dir[64], path[256], text[512];
 	const struct model_spec *m;
 	size_t i;
