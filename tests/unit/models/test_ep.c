@@ -49,6 +49,48 @@ Test(ep, hit_probability_is_one_minus_the_binomial_ratio)
 	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 32), 0.4536264, 1e-6));
 }
 
+Test(ep, grouped_hit_over_whole_groups_sums_the_groups_picked)
+{
+	/* 8 groups of 32 of 256 experts, top-4 groups, top-8: a node
+	 * holding 2 whole groups (64 experts). The token's 4 groups include
+	 * j of the node's 2 with C(2,j) C(6,4-j) / C(8,4) = 15, 40, 15 / 70
+	 * (j = 0, 1, 2); its 8 experts, drawn from the 128 of its groups,
+	 * miss the node's 32 j with C(128-32j,8) / C(128,8) = 1, 0.0927473,
+	 * 0.0030959; hit = 1 - (15 + 40 x 0.0927473 + 15 x 0.0030959) / 70
+	 * = 0.7320524 */
+	double want = 1 - (15.0 / 70 + 40.0 / 70 * miss(128, 32, 8) +
+			   15.0 / 70 * miss(128, 64, 8));
+
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 64), want, 1e-12));
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 64), 0.7320524, 1e-6));
+	/* inside one group (16 of a group's 32): the group is picked with
+	 * 4/8, then 1 - C(112,8)/C(128,8): 0.5 x 0.6674196 = 0.3337098 */
+	cr_assert(fixture_near(ep_hit_prob_grouped(256, 8, 16, 8, 4),
+			       0.5 * (1 - miss(128, 16, 8)), 1e-12));
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 16), 0.3337098, 1e-6));
+	/* every group on the node (8 of 8): a token always hits it */
+	cr_assert(fixture_near(ep_hit(256, 8, 8, 4, 256), 1, 1e-12));
+}
+
+Test(ep, spans_nodes_only_when_a_gpu_sits_on_another_node)
+{
+	uint32_t one[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	uint32_t second[8] = {8, 9, 10, 11, 12, 13, 14, 15};
+	uint32_t two[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+	uint32_t rails[2] = {3, 11};
+
+	/* 8 GPUs a node: GPUs 0-7 are node 0, 8-15 node 1 */
+	cr_assert_eq(ep_spans_nodes(one, 8, 8), 0);
+	cr_assert_eq(ep_spans_nodes(second, 8, 8), 0);
+	cr_assert_eq(ep_spans_nodes(two, 16, 8), 1);
+	cr_assert_eq(ep_spans_nodes(rails, 2, 8), 1);
+	/* 16 a node (an NVL16 domain): the same 16 GPUs are one node */
+	cr_assert_eq(ep_spans_nodes(two, 16, 16), 0);
+	/* one GPU, or no node size: nothing to span */
+	cr_assert_eq(ep_spans_nodes(rails, 1, 8), 0);
+	cr_assert_eq(ep_spans_nodes(rails, 2, 0), 0);
+}
+
 Test(ep, rows_bytes_fp8_carries_the_paths_scales)
 {
 	struct ep_comm_spec e = { .fp8_scale_block = 128, .fp8_scale_B = 4 };
