@@ -177,29 +177,52 @@ static inline void run_flat(double *val, double *sent, const struct pflat *t,
 	}
 }
 
+/* Cell k of word w of a packed step (struct pcomp: 16 bits at shift k). */
+#define PCELL(w, k) ((uint16_t)((w) >> (k)))
+
 /* run_flat() along the packed steps c .. last - 1 (struct pcomp): the
  * same operations on the same cells in the same order; sm = val + l.fr,
- * junk the junk cell's index in val. */
+ * junk the junk cell's index in val. held is a constant in each of
+ * run_packed's two calls (always inlined), so the loop has no test of
+ * it. The empty asm keeps each word in a register: without it the
+ * compiler may read a 16-bit cell index straight from memory again,
+ * the load per field the words are there to save. */
+static inline __attribute__((always_inline)) void
+run_packed_as(double *val, double *sent, double *sm, int64_t junk,
+	      const struct pcomp *t, const struct pcomp *last, const int held)
+{
+	for (; t < last; t++) {
+		int32_t in = t->in;
+		uint32_t at = t->at, ae = at & ~PCOMP_KEPT;
+		uint64_t rd = t->rd, out = t->out;
+		double got, slot, ready, fr, done;
+
+		__asm__("" : "+r"(rd), "+r"(out));
+		__builtin_prefetch(t + 40);	/* as run_flat() */
+		got = val[in];
+		slot = sm[PCELL(rd, PCOMP_SIN)];
+		ready = (got > slot ? got : slot) + sm[PCELL(rd, PCOMP_XIN)];
+		sm[PCELL(rd, PCOMP_SIN)] = ready;
+		fr = sm[PCELL(rd, PCOMP_R)];
+		done = (ready > fr ? ready : fr) +
+		       sm[held ? PCELL(out, PCOMP_HD) : PCELL(rd, PCOMP_D)];
+		val[at & PCOMP_KEPT ? (int64_t)ae : junk] = done;
+		sm[PCELL(rd, PCOMP_R)] = done;
+		slot = sm[PCELL(out, PCOMP_SOUT)];
+		slot = done > slot ? done : slot;
+		sent[ae] = slot;
+		sm[PCELL(out, PCOMP_SOUT)] = slot + sm[PCELL(out, PCOMP_XOUT)];
+	}
+}
+
 static inline void run_packed(double *val, double *sent, double *sm,
 			      int64_t junk, const struct pcomp *t,
 			      const struct pcomp *last, int held)
 {
-	for (; t < last; t++) {
-		double got = val[t->in], slot = sm[t->sin], ready, fr, done;
-		uint32_t at = t->at & ~PCOMP_KEPT;
-
-		__builtin_prefetch(t + 40);	/* as run_flat() */
-		ready = (got > slot ? got : slot) + sm[t->xin];
-		sm[t->sin] = ready;
-		fr = sm[t->r];
-		done = (ready > fr ? ready : fr) + sm[held ? t->hd : t->d];
-		val[t->at & PCOMP_KEPT ? (int64_t)at : junk] = done;
-		sm[t->r] = done;
-		slot = sm[t->sout];
-		slot = done > slot ? done : slot;
-		sent[at] = slot;
-		sm[t->sout] = slot + sm[t->xout];
-	}
+	if (held)
+		run_packed_as(val, sent, sm, junk, t, last, 1);
+	else
+		run_packed_as(val, sent, sm, junk, t, last, 0);
 }
 
 /* Steps k .. k + n - 1 of order o in the scratch val laid out as l:

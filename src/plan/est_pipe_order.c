@@ -392,6 +392,13 @@ out:
 /* o->c from o->v in the scratch laid out as l, when every small cell is
  * within 16 bits of l.fr (else o->c stays NULL: run_steps() takes v);
  * -1 out of memory. */
+/* Cell i (at l.fr or after, below l.fr + 2^16) as struct pcomp holds
+ * it: 16 bits from l.fr. */
+static uint64_t small(int32_t i, const struct playout *l)
+{
+	return (uint64_t)(uint16_t)(i - l->fr);
+}
+
 static int pack(struct porder *o, const struct playout *l)
 {
 	int64_t k, top = l->n - l->fr;
@@ -409,13 +416,13 @@ static int pack(struct porder *o, const struct playout *l)
 			.in = f->in,
 			.at = (uint32_t)f->at |
 			      (f->ae == f->at ? PCOMP_KEPT : 0),
-			.sin = (uint16_t)(f->sin - l->fr),
-			.xin = (uint16_t)(f->xin - l->fr),
-			.r = (uint16_t)(f->r - l->fr),
-			.d = (uint16_t)(f->d - l->fr),
-			.hd = (uint16_t)(f->hd - l->fr),
-			.sout = (uint16_t)(f->sout - l->fr),
-			.xout = (uint16_t)(f->xout - l->fr),
+			.rd = small(f->sin, l) << PCOMP_SIN |
+			      small(f->xin, l) << PCOMP_XIN |
+			      small(f->r, l) << PCOMP_R |
+			      small(f->d, l) << PCOMP_D,
+			.out = small(f->hd, l) << PCOMP_HD |
+			       small(f->sout, l) << PCOMP_SOUT |
+			       small(f->xout, l) << PCOMP_XOUT,
 		};
 	}
 	o->c = c;
