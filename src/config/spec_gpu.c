@@ -708,6 +708,20 @@ static int check_softmax_overlap(const struct gpu_spec *g,
 	return -1;
 }
 
+/* fwd_q_blocks groups query blocks of block_q rows: without block_q there
+ * are no units and the key would be silently ignored. */
+static int check_q_blocks(const struct gpu_spec *g,
+			  const struct schema_at *at, struct diag *d)
+{
+	if (g->attention.fwd_q_blocks <= 1 || g->attention.block_q > 0)
+		return 0;
+	schema_check_error(d, at, "attention.fwd_q_blocks", "groups query "
+			   "blocks of 'attention.block_q' rows, but block_q is "
+			   "absent (no unit model); expected block_q such as "
+			   "'block_q: 128' or no fwd_q_blocks");
+	return -1;
+}
+
 static int check_peaks(const struct gpu_spec *g, const struct schema_at *at,
 		       struct diag *d)
 {
@@ -930,6 +944,8 @@ static int gpu_check(void *obj, const struct schema_at *at, struct diag *d)
 	if (check_lowp_attention(g, at, d) < 0)
 		rc = -1;
 	if (check_softmax_overlap(g, at, d) < 0)
+		rc = -1;
+	if (check_q_blocks(g, at, d) < 0)
 		rc = -1;
 	if (g->triton_moe_fp8_block_tuned.n % 8) {
 		schema_check_error(d, at, "triton_moe_fp8_block_tuned",

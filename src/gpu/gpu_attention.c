@@ -462,6 +462,30 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 	return units(g, a, b, unit_s, tile_s, tile_s, backward, 0);
 }
 
+/* Query blocks a forward unit of the vendor kernel holds for shape a:
+ * attention.fwd_q_blocks, 1 above fwd_q_blocks_max_head_dim. */
+static double fwd_q_blocks(const struct gpu_spec *g,
+			   const struct gpu_attn_shape *a)
+{
+	if (g->attention.fwd_q_blocks_max_head_dim > 0 &&
+	    a->head_dim_qk > g->attention.fwd_q_blocks_max_head_dim)
+		return 1;
+	return (double)g->attention.fwd_q_blocks;
+}
+
+struct gpu_units gpu_attn_fwd_units(const struct gpu_spec *g,
+				    const struct gpu_attn_shape *a, double b,
+				    double unit_s, double keep_s,
+				    double tile_s)
+{
+	double q = fwd_q_blocks(g, a);
+
+	if (q > 1)
+		return group_units(g, a, b, q, unit_s, keep_s, tile_s,
+				   tile_s);
+	return units(g, a, b, unit_s + keep_s, tile_s, tile_s, 0, 0);
+}
+
 double gpu_attn_schedule_s(const struct gpu_units *u, double heads,
 			   double cus, int causal)
 {
@@ -526,10 +550,7 @@ static double attention_compute_s(const struct gpu_spec *g, enum dtype dt,
 	tile_F = b * b * flops / (heads * gpu_attn_pairs(a));
 	kept_B = b * (a->head_dim_qk + (backward ? a->head_dim_v : 0)) *
 		 dtype_bytes(dt);
-	q = (double)g->attention.fwd_q_blocks;
-	if (g->attention.fwd_q_blocks_max_head_dim > 0 &&
-	    a->head_dim_qk > g->attention.fwd_q_blocks_max_head_dim)
-		q = 1;
+	q = fwd_q_blocks(g, a);
 	if (!backward && q > 1 && a->kernel == GPU_ATTN_VENDOR && !all_masked)
 		u = group_units(g, a, b, q, g->gemm_tile_overhead_s,
 				kept_B / (bw_Bps / cus), tile_F / (rate / cus),

@@ -284,7 +284,11 @@ static double union_s(const struct gpu_units *u, double cus)
 /* The prefill kernel's work and bytes for groups grp: units of b query
  * rows per query head (b = 0: no tiling, FLOPs at the rate), each
  * sequence's keys read for heads_read KV heads (h->heads_kv; the query
- * heads where the kernel does not pack them). */
+ * heads where the kernel does not pack them). grouped: the GPU's vendor
+ * forward kernel, whose units hold attention.fwd_q_blocks query blocks
+ * as the training forward's (gpu_attn_fwd_units): the GPU's
+ * attention.fwd_efficiency is fitted under those units, so a kernel that
+ * takes it takes them too. */
 struct flash_sum {
 	struct gpu_units all;
 	double flops, bytes, stream_B;
@@ -293,13 +297,12 @@ struct flash_sum {
 static void flash_groups(const struct gpu_spec *g, double e, double rate,
 			 const struct gpu_attn_heads *h, double heads_read,
 			 const struct gpu_attn_group *grp, int ngroups,
-			 double b, struct flash_sum *f)
+			 double b, int grouped, struct flash_sum *f)
 {
 	double cus = (double)g->compute_units;
 	double bw = gpu_level_bandwidth_Bps(g, GPU_LEVEL_HBM);
 	double tile_s = b * b * pair_flops(h) / (rate / cus);
-	double unit_s = g->gemm_tile_overhead_s +
-			b * h->head_dim_qk * e / (bw / cus);
+	double keep_s = b * h->head_dim_qk * e / (bw / cus);
 	struct gpu_attn_heads hr = *h;
 	int i;
 
@@ -320,7 +323,12 @@ static void flash_groups(const struct gpu_spec *g, double e, double rate,
 				       stream_keys(h, &grp[i]) * kv_width(h) *
 				       h->kv_B;
 		if (b > 0) {
-			u = gpu_attn_units(g, &a, b, unit_s, tile_s, 0);
+			u = grouped ?
+			    gpu_attn_fwd_units(g, &a, b,
+					       g->gemm_tile_overhead_s,
+					       keep_s, tile_s) :
+			    gpu_attn_units(g, &a, b, g->gemm_tile_overhead_s +
+					   keep_s, tile_s, 0);
 			add_units(&f->all, &u, grp[i].count * h->heads_q);
 		}
 	}
@@ -360,8 +368,9 @@ struct gpu_cost gpu_attention_prefill(const struct gpu_spec *g, enum dtype dt,
 	gpu_require_dtype(g, dt);
 	check_heads(h);
 	rate = prefill_rate(g, dt, h);
+	/* (a kernel with its own h->fwd_efficiency keeps one-block units) */
 	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, grp, ngroups,
-		     b, &f);
+		     b, !(h->fwd_efficiency > 0), &f);
 	return flash_cost(g, rate, &f, b > 0);
 }
 
@@ -390,10 +399,10 @@ struct gpu_cost gpu_attention_mixed(const struct gpu_spec *g, enum dtype dt,
 	 * too, not at the GPU's own prefill tile attention.block_q (which a
 	 * GPU config may leave out). */
 	flash_groups(g, dtype_bytes(dt), rate, h, h->heads_kv, pre, npre,
-		     rows_m, &f);
+		     rows_m, 0, &f);
 	hd.stream_rows = 0;
 	flash_groups(g, dtype_bytes(dt), rate, &hd, h->heads_q, dec, ndec,
-		     rows_m, &f);
+		     rows_m, 0, &f);
 	return flash_cost(g, rate, &f, 1);
 }
 

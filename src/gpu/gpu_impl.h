@@ -54,6 +54,15 @@ struct gpu_units gpu_attn_units(const struct gpu_spec *g,
 				const struct gpu_attn_shape *a, double b,
 				double unit_s, double tile_s, int backward);
 
+/* The vendor forward kernel's units (gpu_attention.c, "Work units"):
+ * attention.fwd_q_blocks query blocks a unit where the head dim allows,
+ * as the training forward; unit_s a unit's fixed time, keep_s a query
+ * block's kept-operand load, tile_s a tile's (masked tiles alike). */
+struct gpu_units gpu_attn_fwd_units(const struct gpu_spec *g,
+				    const struct gpu_attn_shape *a, double b,
+				    double unit_s, double keep_s,
+				    double tile_s);
+
 /* Time of heads x u->n units list-scheduled on cus compute units
  * (gpu_attention.c): whole waves of equal units without a mask, else
  * max(L, W/U + L - rho). */

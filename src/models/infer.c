@@ -511,6 +511,8 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 	      d->rope_dim * d->act_B, t * lat * d->kv_B + t * a * d->rope_dim *
 	      d->act_B, ROPE_FLOPS * t * lat);
 	if (kv_pre > 0) {
+		double t_p = t - t_dec;	/* the prompt tokens */
+
 		op = agemm(o, d, "kv_b", kv_pre, a * (d->nope_dim + d->v_head_dim),
 			  d->kv_lora_rank);
 		op->attention = 1;
@@ -534,8 +536,6 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		 * prefill, v1/attention/backends/mla/common.py). One op for
 		 * the two or three copy kernels (their launches are nothing
 		 * beside a prompt's bytes). */
-		double t_p = t - t_dec;
-
 		memop(o, "qk_assemble", (t_p * a * d->rope_dim + kv_pre *
 		      (a * d->nope_dim + d->rope_dim)) * d->act_B,
 		      (t_p * a * d->rope_dim + kv_pre * a * (d->nope_dim +

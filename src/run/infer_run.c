@@ -353,12 +353,16 @@ static size_t unit_key(struct infer_unit_memo *m, const struct infer_ctx *x,
 		       const struct infer_unit *u, int64_t stage)
 {
 	size_t at = 0, ep = x->dims.moe_model ? (size_t)x->dims.moe.ep : 1;
-	int i, rc = 0;
+	int i, rc = 0, graph = (int)su->graph;
 
 	rc |= key_put(m, &at, &stage, sizeof(stage));
 	rc |= key_put(m, &at, &su->route.node_share,
 		      sizeof(su->route.node_share));
 	rc |= key_put(m, &at, &u->n, sizeof(u->n));
+	/* inst_unit's dependency graph depends on the launch mode (the aux
+	 * stream beside the main one under a full graph) and each op's
+	 * ep_free, so the key holds them */
+	rc |= key_put(m, &at, &graph, sizeof(graph));
 	for (i = 0; i < u->n && rc == 0; i++) {
 		const struct infer_cost_op *op = &u->op[i];
 		int kind = (int)op->kind, coll = (int)op->coll;
@@ -371,12 +375,39 @@ static size_t unit_key(struct infer_unit_memo *m, const struct infer_ctx *x,
 		rc |= key_put(m, &at, &coll, sizeof(coll));
 		rc |= key_put(m, &at, &op->ep_row_B, sizeof(op->ep_row_B));
 		rc |= key_put(m, &at, &op->ep_kind, sizeof(op->ep_kind));
+		rc |= key_put(m, &at, &op->ep_free, sizeof(op->ep_free));
 		rc |= key_put(m, &at, &has, sizeof(has));
 		if (has)
 			rc |= key_put(m, &at, op->a2a_B,
 				      ep * ep * sizeof(*op->a2a_B));
 	}
 	return rc == 0 ? at : 0;
+}
+
+int infer_unit_keys_equal(const struct infer_ctx *x,
+			  const struct infer_step_units *a,
+			  const struct infer_unit *ua,
+			  const struct infer_step_units *b,
+			  const struct infer_unit *ub, int64_t stage)
+{
+	struct infer_unit_memo *m = umemo_new();
+	unsigned char *ka;
+	size_t la, lb;
+	int eq = -1;
+
+	if (!m)
+		return -1;
+	la = unit_key(m, x, a, ua, stage);
+	ka = la > 0 ? mem_alloc(la) : NULL;
+	if (ka) {
+		memcpy(ka, m->buf, la);
+		lb = unit_key(m, x, b, ub, stage);
+		if (lb > 0)
+			eq = la == lb && memcmp(ka, m->buf, la) == 0;
+	}
+	mem_free(ka);
+	umemo_free(m);
+	return eq;
 }
 
 /*

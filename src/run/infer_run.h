@@ -115,6 +115,15 @@ void infer_stepper_release(struct infer_stepper *s);
  * how a test shows it. */
 void infer_stepper_no_memo(struct infer_stepper *s);
 
+/* Whether the unit memo keys unit ua of step units a and unit ub of b,
+ * both of stage `stage`, alike (one cached time for both): 1 or 0; -1
+ * out of memory. For tests of the key (infer_run.c unit_key). */
+int infer_unit_keys_equal(const struct infer_ctx *x,
+			  const struct infer_step_units *a,
+			  const struct infer_unit *ua,
+			  const struct infer_step_units *b,
+			  const struct infer_unit *ub, int64_t stage);
+
 /* Cost batch b. 0, or -1 after reporting a runtime failure. */
 int infer_stepper_cost(struct infer_stepper *s, const struct infer_batch *b,
 		       struct infer_step_cost *out, struct diag *d);

@@ -111,3 +111,44 @@ Test(gpu, two_block_units_leave_unmasked_backward_and_wide_heads_alone)
 	g.attention.fwd_q_blocks_max_head_dim = 64;	/* head dim 128 */
 	cr_assert_eq(gpu_attention_fwd(&g, DTYPE_BF16, &c).time_s, c1);
 }
+
+/* Inference prefill (gpu_attention_prefill) takes the GPU's
+ * attention.fwd_efficiency, fitted under fwd_q_blocks units, so it takes
+ * those units too. One causal prompt of 4096 tokens, one head of 128
+ * (no mask cost in the prefill model: a masked tile is a tile): 32
+ * query blocks, fewer units than the 100 CUs, so the time is the
+ * longest unit's. One block a unit: the last, 32 tiles and one Q-block
+ * load; two blocks: the last unit computes key blocks 0 .. 31 for both,
+ * 64 tiles and two loads:
+ *
+ *   t2 - t1 = 32 tau_f + keep, keep = 128 x 128 x 2 B / (HBM / 100)
+ *
+ * A kernel with its own efficiency (h.fwd_efficiency, here the same
+ * value so the rate is equal) keeps one block a unit. */
+Test(gpu, inference_prefill_takes_the_fwd_q_blocks_units)
+{
+	struct gpu_attn_heads h = {
+		.heads_q = 1, .heads_kv = 1, .head_dim_qk = 128,
+		.head_dim_v = 128, .kv_B = 2,
+	};
+	struct gpu_attn_group grp = {1, 4096, 4096};
+	struct gpu_spec g;
+	double t1, t2, keep, own;
+
+	gpu_fixture_toy(&g);
+	keep = 128.0 * 128 * 2 /
+	       (gpu_level_bandwidth_Bps(&g, GPU_LEVEL_HBM) / 100);
+	t1 = gpu_attention_prefill(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+	g.attention.fwd_q_blocks = 2;
+	t2 = gpu_attention_prefill(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+	cr_assert(gpu_fixture_near(t2 - t1, 32 * TAU_F + keep, 1e-9),
+		  "+%g s against %g s", t2 - t1, 32 * TAU_F + keep);
+	h.fwd_efficiency = g.attention.fwd_efficiency;
+	own = gpu_attention_prefill(&g, DTYPE_BF16, &h, &grp, 1).time_s;
+	cr_assert(gpu_fixture_near(own, t1, 1e-12), "%g vs %g s", own, t1);
+	h.fwd_efficiency = 0;
+	g.attention.fwd_q_blocks_max_head_dim = 64;	/* head dim 128 */
+	cr_assert(gpu_fixture_near(gpu_attention_prefill(&g, DTYPE_BF16, &h,
+							 &grp, 1).time_s,
+				   t1, 1e-12));
+}

@@ -163,3 +163,41 @@ Test(infer_memo, the_memos_change_no_number)
 	memo_changes_nothing(Q30, q30, 1);
 	memo_changes_nothing("tests/data/serve/l70-h100-tp8.yaml", l70, 3);
 }
+
+/* inst_unit's dependency graph depends on the step's launch mode (the
+ * aux stream beside the main one under a full graph) and on each op's
+ * ep_free, so the unit memo must not give a graph step's unit and an
+ * eager step's unit of the very same ops one time, nor two units that
+ * differ only in ep_free. */
+Test(infer_memo, unit_key_holds_the_launch_mode_and_ep_free)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct infer_stepper st;
+	struct infer_step_units graph, eager;
+	struct infer_unit u, v;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job(&a, Q30, NULL, 0);
+	cr_assert_eq(infer_stepper_init(&st, j, &d), 0);
+	memset(&graph, 0, sizeof(graph));
+	memset(&eager, 0, sizeof(eager));
+	memset(&u, 0, sizeof(u));
+	graph.graph = IGRAPH_FULL;
+	eager.graph = IGRAPH_NONE;
+	u.n = 1;
+	u.op[0].name = "moe";
+	u.op[0].time_s = 10e-6;
+	v = u;
+	cr_assert_eq(infer_unit_keys_equal(&st.ctx, &graph, &u, &graph, &v, 0),
+		     1);
+	cr_assert_eq(infer_unit_keys_equal(&st.ctx, &graph, &u, &eager, &v, 0),
+		     0);
+	v.op[0].ep_free = 1;
+	cr_assert_eq(infer_unit_keys_equal(&st.ctx, &graph, &u, &graph, &v, 0),
+		     0);
+	infer_stepper_release(&st);
+	arena_release(&a);
+}
