@@ -480,6 +480,14 @@ static const struct schema_field engine_fields[] = {
 	  .help = "RoPE and the KV-cache write are one kernel; false: a "
 		  "rotary kernel on Q and K, then the cache write (vLLM V0's "
 		  "rotary_embedding and reshape_and_cache)" },
+	{ .key = "mla_q_pe_fused", .type = ST_BOOL,
+	  .offset = OFF(mla_q_pe_fused), .def = "false",
+	  .help = "MLA prefill: the rotated q_pe reaches Q inside the RoPE / "
+		  "cache kernel or the attention op, and without a cached "
+		  "prefix K's rotary part too (TensorRT-LLM: "
+		  "mla_rope_append_paged_kv_assign_q; rope_fusion), so the "
+		  "Q/K assembly copies K only; false: q_pe written back into "
+		  "Q and K built whole (SGLang, vLLM)" },
 	{ .key = "qk_norm_rope_fused", .type = ST_BOOL,
 	  .offset = OFF(qk_norm_rope_fused), .def = "false",
 	  .help = "a model's per-head RMSNorm of Q and K (Qwen3) and RoPE are "

@@ -332,6 +332,9 @@ struct engine_spec {
 	int rope_cache_fused;			/* RoPE and the KV-cache write are one
 						 * kernel (else a rotary kernel, then the
 						 * cache write) */
+	int mla_q_pe_fused;			/* MLA prefill: no q_pe write-back;
+						 * K's rotary part built only with a
+						 * cached prefix (TensorRT-LLM) */
 	int qk_norm_rope_fused;			/* a model's per-head Q/K RMSNorm and
 						 * RoPE are one in-place kernel (else a
 						 * norm kernel each for Q and K) */

@@ -293,6 +293,8 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* the gated norm's backward: read x, z, dy; write dx, dz */
 	lop_memop(o, "gdn_gated_norm_bwd", PASS_BWD, 3 * t * v * B,
 		  2 * t * v * B, 2 * (NORM_FLOPS + ACT_FLOPS) * t * v);
+	/* its weight (d_v, RMSNorm) into main_grad, as mamba.c's */
+	lop_param_grad_add(o, d, "norm_grad_add", d->gdn.dv, 1);
 	(void)mods;	/* nothing of the mixer is checkpointed (header) */
 	chunk_bwd(o, d);
 	lop_eager(o, "gdn_gates_bwd", PASS_BWD, t * H * (B + 6 * 4),
@@ -310,6 +312,11 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* causal_conv1d_bwd: read x, dy, write dx; its weight gradient */
 	lop_memop(o, "gdn_conv1d_bwd", PASS_BWD, 2 * t * c * B, t * c * B,
 		  4 * d->gdn.conv * t * c + ACT_FLOPS * t * c);
+	/* the small parameters' hook adds (lop_param_grad_add), as
+	 * gdn_params lists them: conv1d weight (c W, no bias), dt_bias
+	 * and A_log (H_v' each) */
+	lop_param_grad_add(o, d, "conv1d_grad_add", c * d->gdn.conv, 1);
+	lop_param_grad_add(o, d, "ssm_param_grad_add", H, 2);
 	lop_memop(o, "gdn_qkv_copy_bwd", PASS_BWD, t * c * B, t * c * B, 0);
 	cp_pre(o, PASS_BWD, 1, d);
 	red = lop_column_bwd(o, "in_proj_input_allgather", "in_proj_grad_cast",

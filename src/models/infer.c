@@ -535,11 +535,27 @@ static void attn_mla(const struct infer_dims *d, const struct infer_batch *b,
 		 * (k_nope, k_pe.expand(...)), dim=-1) in MLACommonImpl's
 		 * prefill, v1/attention/backends/mla/common.py). One op for
 		 * the two or three copy kernels (their launches are nothing
-		 * beside a prompt's bytes). */
-		memop(o, "qk_assemble", (t_p * a * d->rope_dim + kv_pre *
-		      (a * d->nope_dim + d->rope_dim)) * d->act_B,
-		      (t_p * a * d->rope_dim + kv_pre * a * (d->nope_dim +
-		      d->rope_dim)) * d->act_B, 0);
+		 * beside a prompt's bytes). A cached prefix's k_pe is read
+		 * from the cache, at kv_B. TensorRT-LLM (engine
+		 * mla_q_pe_fused): no write-back (mla_rope_append_paged_kv_
+		 * assign_q writes q_pe into Q in the RoPE / cache kernel,
+		 * kv_norm_rope_cache above; or the attention op ropes it);
+		 * without a cached prefix K gets only k_nope (k_pe roped
+		 * inside the attention op from latent_cache), with one the
+		 * whole K (cat(k_nope, k_pe.expand)) (NVIDIA/TensorRT-LLM
+		 * tensorrt_llm/_torch/modules/attention.py MLA
+		 * forward_context_default, forward_context_with_cached_kv,
+		 * forward_context_with_chunked_prefill). */
+		double pre = kv_pre - t_p > 0 ? kv_pre - t_p : 0,
+		       qpe = d->mla_q_pe_fused ? 0 : t_p * a * d->rope_dim *
+		       d->act_B, kr = d->rope_dim, kpe;
+
+		if (d->mla_q_pe_fused && pre <= 0)
+			kr = 0;
+		kpe = kr * ((kv_pre - pre) * d->act_B + pre * d->kv_B);
+		memop(o, "qk_assemble", qpe + kv_pre * a * d->nope_dim *
+		      d->act_B + kpe, qpe + kv_pre * a * (d->nope_dim + kr) *
+		      d->act_B, 0);
 	}
 	if (t_dec > 0) {
 		/* q_nope into the latent: a GEMMs (T_d, r, d_n), on kv_b's

@@ -241,6 +241,7 @@ struct infer_dims {
 	int act_quant_apart;	/* the SiLU-mul's output likewise (engine
 				 * act_quant, this GEMM-input format) */
 	int rope_cache_fused;	/* RoPE and the cache write in one kernel */
+	int mla_q_pe_fused;	/* engine mla_q_pe_fused (infer.c attn_mla) */
 	int qk_norm;		/* RMSNorm over each Q and K head (Qwen3) */
 	int qk_norm_rope_fused;	/* that norm and RoPE in one in-place kernel */
 	int attn_temp_eager;	/* the engine applies a layer's attention

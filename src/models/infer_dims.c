@@ -218,6 +218,7 @@ void infer_dims_from_job(const struct job_spec *j, const struct gpu_spec *g,
 	d->quant_fusion = s->engine ? s->engine->quant_fusion
 				    : ENGINE_QFUSE_ALL;
 	d->rope_cache_fused = s->engine ? s->engine->rope_cache_fused : 1;
+	d->mla_q_pe_fused = s->engine ? s->engine->mla_q_pe_fused : 0;
 	/* without an engine, engine_schema's default (fla's chunk) */
 	d->gdn_chunk = s->engine ? (double)s->engine->linear_attn_chunk : 64;
 	d->qk_norm = m->qk_layernorm == 1 && !d->mla;

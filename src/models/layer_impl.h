@@ -233,6 +233,12 @@ void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 void lop_norm_grad_add(struct layer_ops *o, const struct layer_dims *d,
 		       double n, double k);
 
+/* k other plain-gradient tensors of n elements (biases, a gated RMSNorm's
+ * weight, Mamba's and GDN's small parameters), the same add, one op
+ * `name` a tensor (layer_ops.c). */
+void lop_param_grad_add(struct layer_ops *o, const struct layer_dims *d,
+			const char *name, double n, double k);
+
 /* ---- attention (attn.c) ---- */
 
 /* From the first norm's output to the input of the output projection:

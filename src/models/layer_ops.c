@@ -283,7 +283,7 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 /* A bias of n elements on `tokens` rows as its own kernels (bias_kernels):
  * forward, the output + bias (read and write the output; the bias is
  * noise); backward, its gradient summed over the tokens (read the
- * output gradient). */
+ * output gradient), then added into main_grad (lop_param_grad_add). */
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 	      const struct layer_dims *d, double tokens, double n)
 {
@@ -291,9 +291,10 @@ void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
 
 	if (!d->bias_kernels)
 		return;
-	if (pass == PASS_BWD)
+	if (pass == PASS_BWD) {
 		lop_memop(o, name, pass, x, n * d->act_B, ADD_FLOPS * tokens * n);
-	else
+		lop_param_grad_add(o, d, "bias_grad_add", n, 1);
+	} else
 		lop_memop(o, name, pass, x, x, ADD_FLOPS * tokens * n);
 }
 
@@ -587,14 +588,27 @@ void lop_norm_bwd_after(struct layer_ops *o, const char *name,
 void lop_norm_grad_add(struct layer_ops *o, const struct layer_dims *d,
 		       double n, double k)
 {
-	double w = k * d->norm_tensors, i;
+	lop_param_grad_add(o, d, "norm_grad_add", n, k * d->norm_tensors);
+}
+
+/* The same hook add for k other plain-gradient tensors of n elements:
+ * the linears' biases (TE returns grad_bias as the bias's plain
+ * gradient; the fusion reaches only the weight), an RMSNorm's single
+ * weight whatever d->norm_tensors says (Mamba's and GDN's gated norms),
+ * and Mamba's and GDN's conv1d weight and bias, A_log, D and dt_bias;
+ * the hook is registered on every parameter that requires a gradient
+ * (distributed_data_parallel.py, as above). Same exit conditions. */
+void lop_param_grad_add(struct layer_ops *o, const struct layer_dims *d,
+			const char *name, double n, double k)
+{
+	double i;
 
 	if (d->autograd_wgrad || (!d->unfused_grad_acc && d->fsdp_n > 0) ||
 	    n <= 0)
 		return;
-	for (i = 0; i < w; i++)
-		lop_memop(o, "norm_grad_add", PASS_BWD,
-			  n * (d->act_B + d->grad_B), n * d->grad_B, n);
+	for (i = 0; i < k; i++)
+		lop_memop(o, name, PASS_BWD, n * (d->act_B + d->grad_B),
+			  n * d->grad_B, n);
 }
 
 /* The first MLP GEMM's output (t rows of u) through the activation

@@ -278,7 +278,8 @@ void mamba_bwd(struct layer_ops *o, const struct layer_dims *d)
 		    "out_proj_dgrad", "out_proj_wgrad", d, x.di_tp);
 	lop_memop(o, "mamba_norm_bwd", PASS_BWD, 2 * n_tp * B, n_tp * B,
 		  NORM_FLOPS * n_tp)->host = HOST_MODULE;
-	lop_norm_grad_add(o, d, x.di_tp, 1);	/* its gated norm's weight */
+	/* its gated norm's weight (RMSNorm: one tensor whatever m->norm) */
+	lop_param_grad_add(o, d, "norm_grad_add", x.di_tp, 1);
 	cp_post(o, PASS_BWD, 1, d, &x);
 	transpose(o, "mamba_out_copy_bwd", PASS_BWD, d, &x, x.di);
 	/* MambaSplitConv1dScanCombinedFn.backward: the conv and the scan's
@@ -309,6 +310,15 @@ void mamba_bwd(struct layer_ops *o, const struct layer_dims *d)
 		  x.T * x.H * B, 4 * x.T * x.H);
 	lop_memop(o, "mamba_conv1d_bwd", PASS_BWD, 2 * x.T * x.c * B,
 		  x.T * x.c * B, 4 * x.K * x.T * x.c);
+	{	/* the small parameters' hook adds (lop_param_grad_add), each
+		 * sharded by TP only: conv1d weight (c' K) and bias (c'),
+		 * then A_log, D and dt_bias (H' each) */
+		double c_tp = x.di_tp + 2 * x.G_tp * x.N;
+
+		lop_param_grad_add(o, d, "conv1d_grad_add", c_tp * x.K, 1);
+		lop_param_grad_add(o, d, "conv1d_grad_add", c_tp, 1);
+		lop_param_grad_add(o, d, "ssm_param_grad_add", x.H_tp, 3);
+	}
 	transpose(o, "mamba_in_copy_bwd", PASS_BWD, d, &x, x.w);
 	cp_pre(o, PASS_BWD, 1, d, &x);
 	red = lop_column_bwd(o, "in_proj_input_allgather", "in_proj_grad_cast",

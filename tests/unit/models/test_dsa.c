@@ -256,12 +256,13 @@ Test(dsa, prefill_mode_by_work)
  * The MHA mode's Q and K are assembled per head before the kernel
  * (infer.c attn_mla, qk_assemble): one H100, a = 128 heads, d_n 128,
  * d_r 64, bf16; a prompt of 4096 tokens over the fixture's 512 cached
- * ones decompresses 4608 keys. q_pe written back: 4096 x 128 x 64 x 2 =
- * 67,108,864 B read and as many written; K: reads 4608 x (128 x 128 +
- * 64) x 2 = 151,584,768 B (k_nope, and k_pe once), writes 4608 x 128 x
- * 192 x 2 = 226,492,416 B. In all 218,693,632 B read, 293,601,280 B
- * written. The sparse mode (32768 tokens) decompresses none and builds
- * no K.
+ * ones decompresses 4608 keys. The fixture's engine is TensorRT-LLM
+ * (mla_q_pe_fused: q_pe reaches Q in the RoPE / cache kernel, no
+ * write-back); with a cached prefix K is built whole: reads 4608 x (128
+ * x 128 + 64) x 2 = 151,584,768 B (k_nope, and k_pe once; the bf16
+ * cache's k_pe at kv_B 2 too), writes 4608 x 128 x 192 x 2 =
+ * 226,492,416 B. The sparse mode (32768 tokens) decompresses none and
+ * builds no K.
  */
 Test(dsa, mha_prefill_builds_the_per_head_keys)
 {
@@ -278,8 +279,8 @@ Test(dsa, mha_prefill_builds_the_per_head_keys)
 	serve_ops(short_p, 4, &o, &d, &b);
 	cr_assert_eq(fixture_infer_count(&o, "qk_assemble"), 1);
 	op = fixture_infer_op(&o, "qk_assemble");
-	fixture_assert_close(op->read_B, 218693632.0);
-	fixture_assert_close(op->write_B, 293601280.0);
+	fixture_assert_close(op->read_B, 151584768.0);
+	fixture_assert_close(op->write_B, 226492416.0);
 	serve_ops(long_p, 4, &o, &d, &b);
 	cr_assert_eq(fixture_infer_count(&o, "qk_assemble"), 0);
 }
