@@ -16,7 +16,7 @@ const char *const ep_dedup_names[] = {"none", "rank", "node", NULL};
 const char *const ep_host_sync_names[] = {"none", "counts", "dispatch", NULL};
 const char *const ep_vendor_names[] = {"any", "nvidia", "amd", NULL};
 const char *const routing_balance_names[] = {
-	"uniform", "random", "zipf", "max_mean", "forced", NULL,
+	"uniform", "random", "zipf", "max_mean", "forced", "eplb", NULL,
 };
 const char *const routing_method_names[] = {"closed_form", "draws", NULL};
 
@@ -271,7 +271,10 @@ static const struct schema_field routing_fields[] = {
 		  "routes as random, Megatron-Core's random logits, round_robin "
 		  "as uniform; inference as uniform), uniform (exactly "
 		  "balanced), random (multinomial), zipf (popularity ~ "
-		  "1/rank^s), max_mean (a measured busiest-rank / mean ratio)" },
+		  "1/rank^s), max_mean (a measured busiest-rank / mean ratio), "
+		  "eplb (EPLB placed from the served workload's own statistics: "
+		  "every slot's expected load equal, the step's rows "
+		  "multinomial over the slots)" },
 	{ .key = "zipf_exponent", .type = ST_NUM, .offset = ROFF(zipf_exponent),
 	  .def = "1", .min = 0, .max = 10, .help = "s of zipf" },
 	{ .key = "max_mean_ratio", .type = ST_NUM, .offset = ROFF(max_mean_ratio),

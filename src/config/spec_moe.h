@@ -174,10 +174,14 @@ enum routing_balance {
 	ROUTE_RANDOM,		/* multinomial, every expert equally likely */
 	ROUTE_ZIPF,		/* expert popularity ~ 1 / rank^s */
 	ROUTE_MAX_MEAN,		/* a measured busiest-rank / mean load ratio */
-	ROUTE_FORCED		/* the framework's force-balanced gate: training
+	ROUTE_FORCED,		/* the framework's force-balanced gate: training
 				 * under balanced_gate random routes as
 				 * ROUTE_RANDOM, else as ROUTE_UNIFORM
 				 * (job_routing_balance) */
+	ROUTE_EPLB		/* multinomial over the slots, every slot (and
+				 * so every EP rank) equally likely: EPLB
+				 * placed from the served workload's own
+				 * statistics (route.c) */
 };
 
 enum routing_method {

@@ -22,8 +22,27 @@
  *             (job_routing_balance): in training random under
  *             balanced_gate random (Megatron-Core draws random logits
  *             per token), uniform under round_robin and in inference
+ *   eplb      a served workload whose expert placement EPLB computed
+ *             from that workload's own statistics: every one of the
+ *             P slots carries the same expected load, so every rank
+ *             the same share 1 / ep, and a step's rows are
+ *             n ~ Multinomial(S, 1/P) over the slots. DeepSeek's EPLB
+ *             balances expected loads only (deepseek-ai/EPLB README:
+ *             "computes a balanced expert replication and placement
+ *             plan based on the estimated expert loads"); a step is one
+ *             draw of its tokens' routes, whose spread no placement
+ *             removes (the SGLang team: "Larger batches reduce random
+ *             fluctuations in expert usage ... Even with EPLB, some
+ *             imbalance is inevitable", lm-sys/lm-sys.github.io @
+ *             2db4e404 blog/2025-05-05-large-scale-ep.md, "EPLB for
+ *             Real-World Serving"). The packing's granularity and any
+ *             drift of the workload from EPLB's statistics are not
+ *             modelled: a lower bound on the busiest rank. Unlike
+ *             random under redundant slots, no replica placement runs
+ *             (random's uniform popularity gives EPLB nothing to
+ *             balance, and its replicas of equal experts land unevenly)
  *
- * and moe.routing.method for random and zipf:
+ * and moe.routing.method for random, zipf and eplb:
  *
  *   closed_form  rank r's rows are close to normal, mean mu_r = S P_r and
  *                variance S P_r (1 - P_r), P_r = sum of its p_e; the
@@ -295,6 +314,8 @@ static double pace(const struct job_spec *j, const struct moe_dims *m,
 			rows[e] = total / (double)L;
 		return total;
 	}
+	if (balance == ROUTE_EPLB)	/* the slots, equally loaded */
+		E = L * ep;
 	p = arena_alloc(a, E * sizeof(*p));
 	rng = gsl_rng_alloc(gsl_rng_mt19937);
 	if (!p || !rng) {
@@ -306,7 +327,7 @@ static double pace(const struct job_spec *j, const struct moe_dims *m,
 		gsl_rng_free(rng);
 		return -1;
 	}
-	if (L * ep > E) {	/* redundant slots: EPLB's replicas */
+	if (balance != ROUTE_EPLB && L * ep > E) {	/* EPLB's replicas */
 		double *q = arena_alloc(a, L * ep * sizeof(*q));
 
 		if (!q || route_eplb_slots(p, E, L * ep, ep, q, a) != 0) {

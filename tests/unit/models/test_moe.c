@@ -242,6 +242,62 @@ Test(moe, busiest_rank_closed_form_agrees_with_draws)
 	arena_release(&a);
 }
 
+/*
+ * Balance eplb: EPLB placed from the workload's own statistics, so every
+ * slot carries the same expected load and a step is one multinomial draw
+ * over the slots. 9 experts in 12 slots over ep 4 (3 slots a rank, 3
+ * redundant), S rows:
+ *   eplb   every rank's share 1/4: the expected maximum of 4 iid normals
+ *          is mu + 1.0294 sd (Tippett's table, n = 4), mu = S / 4,
+ *          sd = sqrt(S 1/4 3/4); each of the busiest rank's 3 slots one
+ *          third of it.
+ *   random uniform popularity 1/9 replicated by EPLB (route_eplb_slots):
+ *          experts 0-2 get a second replica (ties to the first id), so 6
+ *          replicas of 1/9 and 6 of 1/18; packed heaviest first onto the
+ *          lighter rank: r0-r3 one 1/9 each, r0 r1 a second (2/9), the
+ *          halves to r2 r3 twice (2/9), the last two to r0 r1: 5/18 on
+ *          r0 r1, 2/9 on r2 r3. Their means lie 1/18 S = 38 sd apart,
+ *          so the expected maximum is that of the two 5/18 ranks,
+ *          mu1 + sd1 / sqrt(pi), mu1 = 5 S / 18, sd1 = sqrt(S 5/18 13/18):
+ *          max/mean (4 mu1 / S = 1.111) above eplb's.
+ */
+Test(moe, eplb_balance_draws_over_equal_slots)
+{
+	struct fixture f;
+	struct arena a;
+	struct layer_dims d;
+	struct route_result r;
+	struct diag dg;
+	double S, mu, sd, mu1, sd1;
+
+	arena_init(&a);
+	diag_init(&dg, stderr);
+	fixture_moe(&f, 8, 2, 256, 4);
+	f.job.moe.routing.balance = ROUTE_EPLB;
+	layer_dims_from_job(&f.job, &d);
+	d.moe.experts = 9;
+	d.moe.local = 3;
+	S = d.moe.tokens * d.moe.ep * d.moe.etp * d.moe.topk;
+	mu = S / 4;
+	sd = sqrt(S * 0.25 * 0.75);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	cr_assert_str_eq(r.method, "closed_form");
+	cr_assert(fixture_near(r.max_mean, 1 + 1.0294 * sd / mu, 1e-5),
+		  "eplb %.6f", r.max_mean);
+	cr_assert(fixture_near(r.rows[0], r.max_mean * mu / 3, 1e-9));
+	cr_assert(fixture_near(r.rows[2], r.rows[0], 1e-9));
+	f.job.moe.routing.balance = ROUTE_RANDOM;
+	layer_dims_from_job(&f.job, &d);
+	d.moe.experts = 9;
+	d.moe.local = 3;
+	mu1 = S * 5 / 18;
+	sd1 = sqrt(S * 5 / 18 * 13 / 18);
+	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
+	cr_assert(fixture_near(r.max_mean, (mu1 + sd1 / sqrt(M_PI)) / mu,
+			       1e-5), "random %.6f", r.max_mean);
+	arena_release(&a);
+}
+
 Test(moe, forced_routing_follows_the_frameworks_gate)
 {
 	struct fixture f;
