@@ -136,7 +136,7 @@
  *     ai-dynamo/aiconfigurator 095f58a51c4c: token i's j-th expert is
  *     (i + j ceil(E / k)) mod E, so T tokens reach min(E, T k) experts,
  *     T k / E rows each) [D].
- *   random, zipf, max_mean: with route.c's expected rows n_e of local
+ *   random, zipf, max_mean, eplb: with route.c's expected rows n_e of local
  *     expert e, a Poisson approximation of the multinomial gives
  *     P(n_e > 0) = 1 - exp(-n_e), A = the sum of those.
  * A decode step of one token (T k / E rows per expert) touches k experts
