@@ -47,10 +47,17 @@ print("\n".join(out))' "$max" > "$tmp/t.jsonl"
 done
 fit() {	# RUNS OUT: fit on RUNS from NCCL's tuner line, write OUT
 	"$llmsim" calibrate --db "$db" --run "$1" --system "$sys" \
-		--params gpu.collective_launch,gpu.collective_ll_step \
+		--params "gpu.collective_launch,gpu.collective_ll_step$chp" \
 		--start gpu.collective_launch=6.6us \
-		--start gpu.collective_ll_step=0.6us --folds "$folds" -o "$2"
+		--start gpu.collective_ll_step=0.6us $chs --folds "$folds" -o "$2"
 }
+# CHANNEL=1 fits the ring LL channel rate too (gpu.collective_ll_channel,
+# round 50), from CHANNEL_START (default 10 GB/s: start where it binds); give it MAXBYTES through the LL sizes (1M).
+chp= chs=
+if [ "${CHANNEL:-0}" = 1 ]; then
+	chp=,gpu.collective_ll_channel
+	chs="--start gpu.collective_ll_channel=${CHANNEL_START:-10GB/s}"
+fi
 fit "$(seq -s, 1 "$n")" "$tmp/calibrated.yaml"
 echo "database $db, calibration file $tmp/calibrated.yaml"
 # Leave one table out: each table predicted by the fit to the others

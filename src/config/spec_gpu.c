@@ -591,6 +591,16 @@ static const struct schema_field gpu_fields[] = {
 		  "and the peer's poll), in place of the library's "
 		  "hop_scale_up where its gpu_floor is on; 0 = the library's "
 		  "hop" },
+	{ .key = "collective_ll_channel", .type = ST_BANDWIDTH,
+	  .offset = OFF(collective_ll_channel_Bps), .def = "0 B/s",
+	  .min = 1e8, .max = 1e12, .flags = SF_FIT | SF_ZERO_OFF,
+	  .help = "data rate one ring LL channel (thread block) of a "
+		  "collective library moves in each of its primitive calls "
+		  "(send, receive-and-forward, final receive) on this GPU, "
+		  "inside one node: the ring's bus bandwidth is then at most "
+		  "channels x this x steps / (steps + 1), in place of the "
+		  "library's channel_busbw and LL caps, where its gpu_floor "
+		  "is on; 0 = those" },
 };
 
 static void fill_defaults(struct gpu_spec *g)

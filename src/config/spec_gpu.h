@@ -274,6 +274,10 @@ struct gpu_spec {
 	double collective_ll_step_s;		/* s, one LL ring step between two GPUs of its
 						 * scale-up fabric (data+flag store, the peer's
 						 * poll); 0 = the library's hop_scale_up */
+	double collective_ll_channel_Bps;	/* B/s of data one ring LL channel (thread
+						 * block) moves in each of its primitive calls
+						 * (send, receive, forward) inside one node; 0 =
+						 * the library's channel_busbw and caps */
 	double multi_tensor_efficiency;		/* fraction of streaming bandwidth multi_tensor_apply
 						 * kernels (fused optimizers, norms, casts) reach */
 	double expert_bwd_efficiency;		/* fraction of the modelled rate the per-expert

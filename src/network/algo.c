@@ -608,6 +608,34 @@ static const builder builders[ALGO_COUNT] = {
 	[ALGO_NVLS_TREE] = algo_nvls_tree,
 };
 
+/* A ring LL channel's rate inside one node, where the GPU gives it (gpu
+ * collective_ll_channel, with the library's gpu_floor). One channel is
+ * one thread block, and each loop it runs the ring's primitive calls one
+ * after another on its chunk (NVIDIA/nccl v2.29.2-1 src/device/
+ * all_gather.h runRing: send, p - 2 x recvCopySend, the final recv;
+ * reduce_scatter.h: send, p - 2 x recvReduceSend, recvReduceCopy;
+ * all_reduce.h: send, p - 2 x recvReduceSend, recvReduceCopySend, p - 2
+ * x recvCopySend, the final recv): s + 1 calls for the s = p - 1
+ * (2 (p - 1)) steps that cross a link, the last call local only. LL
+ * calls move each 16 B line (8 B data + flags) by one thread's load,
+ * flag check and store (prims_ll.h LLGenericOp: one line a thread a
+ * trip), so a call runs at the block's rate r whether it sends,
+ * forwards or only receives, and a channel carries r s / (s + 1) of bus
+ * bandwidth: half of r on 2 ranks, 7/8 on 8 (all-gather). The bound
+ * replaces channel_busbw (pipe.c "chans": running channels x this);
+ * the library's choice does not see it. */
+static void ring_ll_channel(struct algo_ctx *x, double bus_B)
+{
+	double s = x->c->op == COLL_ALLREDUCE ? 2.0 * (x->g.p - 1) :
+		   x->c->op == COLL_ALLGATHER ||
+		   x->c->op == COLL_REDUCESCATTER ? x->g.p - 1.0 : 0;
+
+	if (x->algo != ALGO_RING || x->proto != PROTO_LL ||
+	    x->g.nnodes != 1 || !(x->floor.chan_Bps > 0) || !(s > 0))
+		return;
+	x->t_chan_s = bus_B / (x->floor.chan_Bps * s / (s + 1));
+}
+
 static void setup(struct algo_ctx *x)
 {
 	const struct coll_proto_spec *ps = &x->lib->proto[x->proto];
@@ -625,6 +653,7 @@ static void setup(struct algo_ctx *x)
 		x->t_real_s = bus_B / ps->sustained_busbw_Bps;
 	if (one_phase && ps->channel_busbw_Bps > 0)
 		x->t_chan_s = bus_B / ps->channel_busbw_Bps;
+	ring_ll_channel(x, bus_B);
 }
 
 int algo_build(const struct topo *t, const struct coll_lib_spec *lib,

@@ -51,6 +51,8 @@
  * hop_scale_up, which its tuner keeps. 0 = the library's value. */
 struct algo_floor {
 	double base_s, step_s;
+	double chan_Bps;	/* B/s, a ring LL channel's rate a call (gpu
+				 * collective_ll_channel); 0 = none */
 };
 
 struct algo_ctx {

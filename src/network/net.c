@@ -257,7 +257,8 @@ static const struct algo_floor *gpu_floor(struct net *n)
 	if (!n->sys->collectives->gpu_floor || !g)
 		return NULL;
 	n->floor = (struct algo_floor){ g->collective_launch_s,
-					g->collective_ll_step_s };
+					g->collective_ll_step_s,
+					g->collective_ll_channel_Bps };
 	return &n->floor;
 }
 

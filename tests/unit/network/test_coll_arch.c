@@ -139,11 +139,13 @@ Test(coll_arch, blackwell_small_ring_ll_runs_fewer_channels)
 	arena_init(a);
 	sys = load(a, "dgx-b200");
 	/* 256 KiB over 8 B200 on ring/LL: floor(256 KiB / (4 KiB x 8)) = 8
-	 * channels at 22.5 GB/s = 180 GB/s of bus bandwidth, under the
-	 * 282 GB/s cap: slower than with every channel running (the cap
-	 * alone) by the bus bytes (7/8 S = 229,376 B) over the two rates:
-	 * 229,376 / 180e9 - 229,376 / 282e9 = 1.2743 - 0.8134 = 0.4609 us
-	 * (the latency, 6.6 + 7 x 0.6 us, the same in both). */
+	 * channels, each at the GPU's LL channel rate (b200.yaml
+	 * collective_ll_channel 12.6052 GB/s, round 50) x 7 / 8 (7 link
+	 * steps in 8 calls) = 11.02955 GB/s: 88.2364 GB/s of bus bandwidth.
+	 * With every channel running, the 24 (kernel_units) give 264.709
+	 * GB/s, under the 282 GB/s cap. The difference is the bus bytes (7/8
+	 * S = 229,376 B) over the two rates: 2.59956 - 0.86652 = 1.73304 us
+	 * (the latency, the same in both). */
 	cut = allgather(sys, S, ALGO_RING, PROTO_LL);
 	lib = *sys->collectives;
 	lib.algo[ALGO_RING].channel_min_rank_B.b[PROTO_LL] = 0;
@@ -151,7 +153,8 @@ Test(coll_arch, blackwell_small_ring_ll_runs_fewer_channels)
 	all = allgather(sys, S, ALGO_RING, PROTO_LL);
 	cr_assert_str_eq(cut.protocol, "ll");
 	cr_assert_float_eq(cut.time_s - all.time_s,
-			   229376 / 180e9 - 229376 / 282e9, 0.01e-6,
+			   229376 / (8 * 12.6052e9 * 7 / 8) -
+			   229376 / (24 * 12.6052e9 * 7 / 8), 0.01e-6,
 			   "cut %g s vs every channel %g s", cut.time_s,
 			   all.time_s);
 	arena_release(a);

@@ -154,3 +154,65 @@ Test(net_coll_floor, a_trees_network_hops_keep_the_librarys)
 	f.lib.gpu_floor = 1;
 	EQ_REL(coll_timed(&f.sys, &r).time_s, 25e-6, 1e-6);
 }
+
+/* The GPU's ring LL channel rate (gpu collective_ll_channel, round 50):
+ * floor_ring with 4 channels (kernel_units, no cut) at 1 GB/s a call,
+ * far below the 450 GB/s links, so the channels pace the ring. */
+static void floor_chan(struct fx *f)
+{
+	floor_ring(f);
+	/* LL only: the tuner, which does not see the channels, would take
+	 * Simple at these sizes. */
+	f->lib.algo[ALGO_RING].protocols.on[PROTO_SIMPLE] = 0;
+	f->lib.gpu_floor = 1;
+	f->lib.kernel_units.scale_up = 4;
+	f->gpu.collective_ll_channel_Bps = 1e9;
+}
+
+#define MIB8 (8.0 * 1048576)
+
+Test(net_coll_floor, ring_ll_channels_run_s_of_s_plus_1_calls)
+{
+	struct fx f;
+	uint32_t two[2] = { 0, 1 };
+	struct run r = { COLL_ALLGATHER, MIB8, two, 2, ALGO_RING, 1, NULL };
+
+	floor_chan(&f);
+	/* 2 ranks: 1 step, 2 calls a loop (send, final recv): a channel
+	 * carries 1/2 GB/s of bus bandwidth, 4 of them 2 GB/s; the bus bytes
+	 * 8 MiB x 1/2 = 4 MiB take 2.097152 ms, after 3 + 1 x 1 us. */
+	coll_expect(&f.sys, &r, "ll", 4e-6 + 4.0 * 1048576 / 2e9);
+	/* 8 ranks: 7 steps in 8 calls, 4 x 7/8 = 3.5 GB/s; 7/8 x 8 MiB =
+	 * 7 MiB take the same 2.097152 ms, after 3 + 7 x 1 us. */
+	r.gpus = NULL;
+	r.n = 8;
+	coll_expect(&f.sys, &r, "ll", 10e-6 + 7.0 * 1048576 / 3.5e9);
+	/* All-reduce on 2 ranks: 2 steps in 3 calls (send, recvReduceCopy-
+	 * Send, recv), 4 x 2/3 GB/s; bus bytes 2 x 1/2 x 8 MiB = 8 MiB,
+	 * after 3 + 2 x 1 us. */
+	r.op = COLL_ALLREDUCE;
+	r.gpus = two;
+	r.n = 2;
+	coll_expect(&f.sys, &r, "ll", 5e-6 + 8.0 * 1048576 / (4 * 2e9 / 3));
+}
+
+Test(net_coll_floor, ring_ll_channel_rate_needs_the_key_and_the_floor)
+{
+	struct fx f;
+	uint32_t two[2] = { 0, 1 };
+	struct run r = { COLL_ALLGATHER, MIB8, two, 2, ALGO_RING, 1, NULL };
+	double t;
+
+	floor_chan(&f);
+	/* Without the key the links pace it: LL's 2 x 4 MiB line bytes over
+	 * 450 GB/s are ~19 us, far below the 2.1 ms above. */
+	f.gpu.collective_ll_channel_Bps = 0;
+	t = coll_timed(&f.sys, &r).time_s;
+	cr_assert(t < 100e-6, "t = %g", t);
+	cr_assert_str_eq(coll_timed(&f.sys, &r).protocol, "ll");
+	/* Nor without gpu_floor (the library's own costs). */
+	f.gpu.collective_ll_channel_Bps = 1e9;
+	f.lib.gpu_floor = 0;
+	t = coll_timed(&f.sys, &r).time_s;
+	cr_assert(t < 100e-6, "t = %g", t);
+}
