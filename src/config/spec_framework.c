@@ -349,6 +349,17 @@ static const struct schema_field framework_fields[] = {
 		  "in one bucket (Megatron-Core DDP: bucket_size None when "
 		  "pp_rank > 0): its reduction waits for the rank's whole "
 		  "backward, its all-gather is one call" },
+	{ .key = "device_max_connections", .type = ST_INT,
+	  .offset = FOFF(device_max_connections), .def = "8", .min = -1,
+	  .max = 32,
+	  .help = "CUDA_DEVICE_MAX_CONNECTIONS, the hardware work queues "
+		  "(connections) from the host to each GPU (CUDA: 1 to 32, "
+		  "default 8): at 1 every stream's kernels start in the "
+		  "order they were launched (a kernel waiting for its own "
+		  "stream holds those launched after it, train_queue.c); -1: "
+		  "Megatron's launcher rule, 1 on NVIDIA GPUs before "
+		  "Blackwell with tp or cp > 1 and no moe.a2a_overlap, else "
+		  "more than 1. No effect on AMD GPUs" },
 	{ .key = "loss_dp_allreduce", .type = ST_BOOL,
 	  .offset = FOFF(loss_dp_allreduce), .def = "false",
 	  .help = "the loss function all-reduces each microbatch's loss over "

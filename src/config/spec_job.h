@@ -385,6 +385,11 @@ struct framework_spec {
 						 * the whole gradient buffer scaled by 1/tokens
 						 * before the optimizer step */
 	int overlap_param_gather;		/* distributed optimizer's all-gather overlaps the next forward */
+	int64_t device_max_connections;		/* CUDA_DEVICE_MAX_CONNECTIONS: hardware work
+						 * queues from the host to the GPU; 1 starts
+						 * kernels in launch order (train_queue.c);
+						 * -1 = Megatron's launcher rule (train_queue.c
+						 * train_one_connection) */
 	int64_t dp_comm_max_units;		/* SMs a data-parallel collective holds at most
 						 * (NCCL per-communicator max_ctas); 0 = the
 						 * library's kernel_units */

@@ -325,29 +325,48 @@ static int gates(const struct prog *p, task_id m, task_id s, uint32_t rank)
 	       p->task[s].lane != p->task[m].lane;
 }
 
+/* Whether a successor of task x goes on from member m's result on its
+ * rank (gates). */
+static int succ_gates(const struct prog *p, task_id m, task_id x,
+		      uint32_t rank)
+{
+	task_id s1 = p->succ1[x];
+	uint32_t e, lo = 0, hi = 0;
+
+	if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
+		lo = p->more_off[s1 & ~KIND_COLL];
+		hi = p->more_off[(s1 & ~KIND_COLL) + 1];
+		s1 = TASK_NONE;
+	}
+	if (s1 != TASK_NONE && gates(p, m, s1, rank))
+		return 1;
+	for (e = lo; e < hi; e++)
+		if (gates(p, m, p->more[e], rank))
+			return 1;
+	return 0;
+}
+
 /* Collective pc ended: a member whose rank goes on from its result (a
  * compute or optimizer task depends on the member, or another collective
  * on another stream that compute then waits for: a received activation
  * all-gathered over TP) waited for the group and carries its lateness
- * from now on. */
+ * from now on. So does one whose stream successor is a zero-time task
+ * that such work waits for: a launch mark (the next collective's start
+ * with one hardware queue, src/models/train_queue.c), which the member's
+ * end releases. */
 static void jit_realign(struct run *r, const struct pcoll *pc)
 {
 	const struct prog *p = r->p;
-	uint32_t i, e, k = (uint32_t)(pc - p->colls);
+	uint32_t i, k = (uint32_t)(pc - p->colls);
 
 	for (i = 0; i < pc->n; i++) {
-		task_id m = pc->first + i, s1 = p->succ1[m];
-		uint32_t rank = task_rank(p, m), lo = 0, hi = 0;
-		int hit;
+		task_id m = pc->first + i, nx = p->task[m].next;
+		uint32_t rank = task_rank(p, m);
+		int hit = succ_gates(p, m, m, rank);
 
-		if (s1 != TASK_NONE && (s1 & KIND_COLL)) {
-			lo = p->more_off[s1 & ~KIND_COLL];
-			hi = p->more_off[(s1 & ~KIND_COLL) + 1];
-			s1 = TASK_NONE;
-		}
-		hit = s1 != TASK_NONE && gates(p, m, s1, rank);
-		for (e = lo; e < hi && !hit; e++)
-			hit = gates(p, m, p->more[e], rank);
+		if (!hit && nx != TASK_NONE && !(p->task[nx].kind & KIND_COLL) &&
+		    p->kinds[p->task[nx].kind].dur == 0)
+			hit = succ_gates(p, m, nx, rank);
 		if (hit && exec_jit_realign(&r->jit, rank, r->group_key[k],
 					    coll_desc_of(p, k)->ngpus) != 0)
 			r->jit_failed = 1;

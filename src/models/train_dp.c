@@ -289,17 +289,25 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
 	const struct bucket *b = arg;
 	int zero = (int)t->job->training.zero_stage;
-	task_id first = dp_coll(t, grad_group(b->experts), n, size,
-				zero == 0 ? COLL_ALLREDUCE : COLL_REDUCESCATTER,
-				b->params * t->dims.grad_B,
-				bucket_stream(t, b->experts, 0),
-				b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
-	uint32_t k;
-
 	int overlap = t->job->framework->overlap_grad_reduce;
+	int stream = bucket_stream(t, b->experts, 0);
 	int ep = overlap && train_queue_with_ep(t->job, b->experts);
 	int gemm = overlap && train_queue_with_gemm(t->job, b->experts);
+	task_id mark = TASK_NONE, first;
+	uint32_t k;
 
+	/* one connection: the reduction's start, launched after the
+	 * bucket's last unit (train_queue.c) */
+	if (overlap && train_one_connection(t->job)) {
+		mark = train_launch_marks(t, n, (uint32_t)stream, b->experts ?
+			"launch edp_grad_reduce" : "launch dp_grad_reduce");
+		if (mark == TASK_NONE)
+			return -1;
+	}
+	first = dp_coll(t, grad_group(b->experts), n, size,
+			zero == 0 ? COLL_ALLREDUCE : COLL_REDUCESCATTER,
+			b->params * t->dims.grad_B, stream,
+			b->experts ? "edp_grad_reduce" : "dp_grad_reduce");
 	if (first == TASK_NONE)
 		return -1;
 	for (k = 0; k < n; k++) {
@@ -314,6 +322,11 @@ static int reduce_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 		 * deferred head wgrads (build_drain) */
 		if (train_dep(t, ready, first + k) != 0 ||
 		    (!overlap && train_dep(t, t->drain_end[r], first + k) != 0))
+			return -1;
+		if (mark != TASK_NONE &&
+		    (train_dep(t, ready, mark + k) != 0 ||
+		     train_launch_gate(t, rank_stage(t, r), r, b->bact,
+				       b->u1 + 1, mark + k) != 0))
 			return -1;
 		/* on the expert-parallel stream's queue: the all-to-alls
 		 * issued after it wait for it */
@@ -403,21 +416,50 @@ static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 	return 0;
 }
 
+/* One connection (train_queue.c): the all-gather of bucket g->b on rank
+ * r, launched from the forward pre-hook of the unit that issues it (as
+ * gather_on_ep_queue places it), starts no earlier than the unit before
+ * it (the kernel launched before it, to within that kernel), and the
+ * unit's first tasks wait for its start, mark. */
+static int gather_launch(struct train *t, const struct gather_arg *g,
+			 uint32_t r, task_id mark)
+{
+	const struct bucket *at = g->prev ? g->prev : g->b;
+	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
+	int64_t u = units - 1 - at->u1;
+
+	if (u > 0 && train_dep(t, train_unit(t, r, at->fact, u - 1)->last,
+			       mark) != 0)
+		return -1;
+	return train_launch_gate(t, g->s, r, at->fact, u, mark);
+}
+
 /* A bucket's all-gather at the start of the step on one group; its
  * chunk's first forward waits for it. */
 static int gather_one(struct train *t, uint32_t n, uint32_t size, void *arg)
 {
 	const struct gather_arg *g = arg;
 	const struct bucket *b = g->b;
-	task_id first = param_gather(t, n, size, b);
 	int64_t u, units = train_units(t, train_vs(t, g->s, b->chunk));
 	uint32_t k, f;
-
 	int ep = train_queue_with_ep(t->job, b->experts);
 	int gemm = train_queue_with_gemm(t->job, b->experts);
+	task_id mark = TASK_NONE, first;
 
+	if (train_one_connection(t->job)) {
+		mark = train_launch_marks(t, n,
+			(uint32_t)bucket_stream(t, b->experts, 1), b->experts ?
+			"launch edp_param_allgather" :
+			"launch dp_param_allgather");
+		if (mark == TASK_NONE)
+			return -1;
+	}
+	first = param_gather(t, n, size, b);
 	if (first == TASK_NONE)
 		return -1;
+	for (k = 0; k < n && mark != TASK_NONE; k++)
+		if (gather_launch(t, g, t->ranks[k], mark + k) != 0)
+			return -1;
 	for (k = 0; k < n; k++)
 		if ((ep && gather_on_ep_queue(t, g, t->ranks[k], first + k) != 0) ||
 		    (gemm && gather_on_gemm_queue(t, g, t->ranks[k],

@@ -328,6 +328,18 @@ double train_grad_tasks(const struct train *t, int experts);
  * stream, and whether the two kinds share one. */
 int train_queue_with_ep(const struct job_spec *j, int experts);
 int train_queue_dp_edp(const struct job_spec *j);
+/* One hardware work queue (CUDA_DEVICE_MAX_CONNECTIONS=1, framework
+ * device_max_connections): kernels start in launch order (train_queue.c). */
+int train_one_connection(const struct job_spec *j);
+/* n zero-time launch tasks, one on `stream` of each t->ranks[k], to be
+ * followed there by the collective they mark (its start): the first id
+ * (the others follow it), TASK_NONE when out of memory. */
+task_id train_launch_marks(struct train *t, uint32_t n, uint32_t stream,
+			   const char *name);
+/* The tasks launched after mark on rank r of stage s, the first tasks of
+ * the first unit at or after unit u of action a, wait for it. */
+int train_launch_gate(struct train *t, int64_t s, uint32_t r, int64_t a,
+		      int64_t u, task_id mark);
 /* Whether the experts' GEMM stream (Transformer Engine's first
  * multi-stream GEMM stream) shares a hardware queue with the gradient
  * collectives of one kind. */

@@ -55,6 +55,11 @@
  */
 #include "train_impl.h"
 
+#include "base/diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
 enum comm_use { CU_WORLD, CU_EP_COUNTS, CU_EP, CU_GEMM, CU_DP, CU_DP_CP, CU_EDP,
 		CU_N };
 
@@ -113,6 +118,102 @@ int train_queue_dp_edp(const struct job_spec *j)
 	if (queues(j, q) == 0 || q[CU_DP_CP] < 0)
 		return 0;
 	return q[CU_DP_CP] == q[CU_EDP];
+}
+
+/*
+ * One connection (CUDA_DEVICE_MAX_CONNECTIONS=1). A CUDA context feeds
+ * each GPU through that many hardware work queues ("connections"; CUDA
+ * Programming Guide, Environment Variables: 1 to 32, default 8); streams
+ * are spread over them. With one, every stream's kernels share one
+ * queue, and "setting CUDA_DEVICE_MAX_CONNECTIONS=1 forces the kernels to
+ * be scheduled in the order they are called" (Megatron-LM megatron/core/
+ * tensor_parallel/layers.py, linear_with_grad_accumulation_and_async_
+ * allreduce's docstring): a kernel at the queue's head starts once its
+ * own stream's work and the events it waits for are done, and nothing
+ * launched after it starts before it has (Kepler GK110 whitepaper, Hyper-
+ * Q: with Fermi's one hardware queue, a dependent kernel "blocks all
+ * subsequent kernels", the false dependencies more queues remove). Unlike
+ * ROCm's barrier bit (above) a started kernel does not hold the queue:
+ * an NCCL kernel running still overlaps the compute launched after it.
+ *
+ * Modelled for the collectives launched beside the layers' kernels, the
+ * data-parallel gradient reductions (from the backward hooks, right after
+ * the bucket's last unit) and the parameter all-gathers (from the forward
+ * pre-hook of the unit that issues them, train_dp.c): a zero-time launch
+ * task on the collective's stream just before it ends when the collective
+ * can start (its stream's previous collective done, its inputs done),
+ * and the first tasks of the unit launched next wait for it. So a
+ * reduction queued behind a longer one stalls the backward until it
+ * starts, not until it ends; the all-gather one bucket ahead starts no
+ * earlier than the unit that launches it. [?] Not modelled: the in-layer
+ * streams (tp, cp, ep: their next op mostly waits for them anyway),
+ * pipeline transfers, FSDP.
+ *
+ * Where it applies: framework device_max_connections 1, or -1 for the
+ * launcher's rule (Megatron-Bridge scripts/performance/utils/overrides.py
+ * @ 067f987: 32 for the DeepEP / Hybrid-EP dispatchers, else 8, and 1
+ * where tp > 1 or cp > 1 without moe_a2a_overlap, on GPUs before
+ * Blackwell; Megatron-LM arguments.py asks for 1 with tp or cp > 1 on
+ * compute capability < 10). CUDA only: HIP has no such variable.
+ */
+int train_one_connection(const struct job_spec *j)
+{
+	const struct gpu_spec *g = j->system->gpu;
+	const struct parallel_spec *p = &j->parallelism;
+	int64_t c = j->framework->device_max_connections;
+	long cc;
+
+	if (!g || g->vendor != GPU_NVIDIA)
+		return 0;
+	if (c != -1)
+		return c == 1;
+	cc = g->arch && strncmp(g->arch, "sm", 2) == 0 ?
+	     strtol(g->arch + 2, NULL, 10) : 0;
+	return cc > 0 && cc < 100 && (p->tp > 1 || p->cp > 1) &&
+	       !j->moe.a2a_overlap;
+}
+
+task_id train_launch_marks(struct train *t, uint32_t n, uint32_t stream,
+			   const char *name)
+{
+	struct task_info info = { .name = name, .cat = TASK_OTHER,
+				  .layer = -1, .microbatch = -1 };
+	task_id first = TASK_NONE, id;
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		id = prog_task(t->prog, t->ranks[k], stream, 0, &info);
+		if (id == TASK_NONE)
+			return TASK_NONE;
+		if (k == 0)
+			first = id;
+		else if (id != first + k)
+			BUG("launch marks: task ids not consecutive");
+	}
+	return first;
+}
+
+int train_launch_gate(struct train *t, int64_t s, uint32_t r, int64_t a,
+		      int64_t u, task_id mark)
+{
+	const struct stage_plan *sp = &t->stage[s];
+	int64_t n;
+	uint32_t f;
+
+	for (; a < sp->nacts; a++, u = 0) {
+		n = train_units(t, train_vs(t, s, sp->acts[a].chunk));
+		for (; u < n; u++) {
+			const struct unit_rec *rec = train_unit(t, r, a, u);
+
+			if (rec->nfirst == 0)
+				continue;
+			for (f = 0; f < rec->nfirst; f++)
+				if (train_dep(t, mark, rec->first[f]) != 0)
+					return -1;
+			return 0;
+		}
+	}
+	return 0;
 }
 
 /* A unit's first or last task on one stream: the expert-parallel one

@@ -353,3 +353,117 @@ Test(queue, one_queue_for_all_with_te_gemm_streams)
 			     loss, ts, tf);
 	}
 }
+
+Test(queue, one_connection_rule)
+{
+	struct fixture f;
+
+	/* CUDA_DEVICE_MAX_CONNECTIONS (framework device_max_connections):
+	 * one hardware queue only at 1, on NVIDIA GPUs; -1 is Megatron's
+	 * launcher rule, 1 with tp or cp > 1 before Blackwell (sm < 100)
+	 * unless moe.a2a_overlap (train_queue.c) */
+	moe_job(&f);
+	f.gpu.arch = "sm90";
+	f.fw.device_max_connections = 8;
+	cr_assert(!train_one_connection(&f.job));
+	f.fw.device_max_connections = 1;
+	cr_assert(train_one_connection(&f.job));
+	f.fw.device_max_connections = -1;
+	cr_assert(!train_one_connection(&f.job));	/* tp 1, cp 1 */
+	f.job.parallelism.tp = 2;
+	cr_assert(train_one_connection(&f.job));
+	f.job.parallelism.tp = 1;
+	f.job.parallelism.cp = 2;
+	cr_assert(train_one_connection(&f.job));
+	f.job.moe.a2a_overlap = 1;
+	cr_assert(!train_one_connection(&f.job));
+	f.job.moe.a2a_overlap = 0;
+	f.gpu.arch = "sm100";
+	cr_assert(!train_one_connection(&f.job));
+	f.gpu.arch = NULL;				/* unknown: not assumed */
+	cr_assert(!train_one_connection(&f.job));
+	/* HIP has no such variable */
+	f.gpu.arch = "gfx942";
+	f.gpu.vendor = GPU_AMD;
+	f.fw.device_max_connections = 1;
+	cr_assert(!train_one_connection(&f.job));
+}
+
+/* Rank 0's compute tasks that start exactly at t (s). */
+static int compute_starting_at(const struct prog *p, double t)
+{
+	uint32_t x, n = prog_tasks(p);
+	int c = 0;
+
+	for (x = 0; x < n; x++) {
+		enum task_cat cat;
+
+		exec_task_name(p, x, &cat);
+		if (exec_task_rank(p, x) == 0 && cat == TASK_COMPUTE &&
+		    exec_task_start_s(p, x) == t)
+			c++;
+	}
+	return c;
+}
+
+Test(queue, one_connection_starts_in_launch_order)
+{
+	static const char *const compute[] = { "qkv", "attn", "proj",
+						"fc1", "fc2", NULL };
+	static const char *const dense[] = { "dp_grad_reduce", NULL };
+	double ms[16], me[16], rs[16], re[16], t8, t1;
+	struct mockcomm_run run;
+	struct fixture f;
+	int i, n, gated = 0;
+
+	/* A dense GPT of 4 layers (h 1024: 12 h^2 = 12.6e6 parameters a
+	 * layer) on 8 GPUs, dp 8, ZeRO-1, a bucket per layer (at least 2e6
+	 * parameters): a layer's reduce-scatter (12.6e6 x 4 B = 50.3 MB,
+	 * 5 us + 7/8 x 50.3 MB / 1 GB/s = 44 ms) outlasts its backward
+	 * (4096 tokens: ~0.3 TFLOP, well under 1 ms), so they back up on
+	 * their stream. 8 connections: no launch marks, the backward runs on
+	 * under the queued ones. */
+	fixture_gpt(&f, 4, 1024, 16, 128, 2048, 2, 32, 1, 1, 1);
+	f.job.training.zero_stage = 1;
+	f.fw.bucket_params = 2000000;
+	f.fw.bucket_params_per_dp = 0;
+	f.fw.overlap_grad_reduce = 1;
+	f.fw.overlap_param_gather = 1;
+	f.gpu.arch = "sm90";
+	f.fw.device_max_connections = 8;
+	mockcomm_train_run(&run, &f.job, 0, 5e-6, 1e9);
+	cr_assert_eq(times_of(run.p, "launch dp_grad_reduce", ms, me, 16), 0);
+	t8 = run.er.step_s;
+	mockcomm_train_release(&run);
+	/* One: each reduction's launch mark ends when the reduction starts
+	 * (the mark is its stream predecessor with the same input, and every
+	 * member arrives at once in the symmetric run), after the previous
+	 * one ends (the stream's order); where the stream had backed up
+	 * (the mark ends at the previous reduction's end, not at the
+	 * bucket's input) the layer launched after it starts exactly then:
+	 * it waited for the reduction to start, not to end. */
+	f.fw.device_max_connections = 1;
+	mockcomm_train_run(&run, &f.job, 0, 5e-6, 1e9);
+	n = times_of(run.p, "launch dp_grad_reduce", ms, me, 16);
+	cr_assert_eq(times_of(run.p, "dp_grad_reduce", rs, re, 16), n);
+	cr_assert_geq(n, 2);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(me[i], rs[i], "bucket %d: mark %.9g s, start %.9g s",
+			     i, me[i], rs[i]);
+		if (i > 0)
+			cr_assert_geq(me[i], re[i - 1], "bucket %d", i);
+		if (i > 0 && me[i] == re[i - 1] &&
+		    compute_starting_at(run.p, me[i]) > 0)
+			gated++;
+	}
+	cr_assert_gt(gated, 0);
+	t1 = run.er.step_s;
+	/* a started reduction does not hold the queue (not ROCm's barrier
+	 * bit): the compute launched after it still runs under it */
+	cr_assert_gt(overlaps(run.p, compute, dense), 0);
+	mockcomm_train_release(&run);
+	/* the step ends with the reductions' chain either way (4 x 44 ms,
+	 * far past the backward): holding the backward's layers back moves
+	 * compute, not the chain's end */
+	cr_assert_eq(t1, t8, "one %.9g s, eight %.9g s", t1, t8);
+}
