@@ -369,21 +369,6 @@ status 2 "a row's timed_calls without power_before" --kind kernel --reference "$
 grep -q "bad.yaml.*'timed_calls': only in a file with power_before" "$tmp/err" ||
 	bad "a row's timed_calls without power_before: no error"
 rm "$tmp/ref/kernels/bad.yaml" "$tmp/burst.src"
-	status 2 "power keys: ${c%%|*}" --kind kernel --reference "$tmp/ref"
-	grep -q "bad.yaml.*${c#*:}" "$tmp/err" || bad "power keys ${c%%:*}: no error '${c#*:}'"
-	mv "$tmp/ref/kernels/bad.yaml" "$tmp/ref/kernels/burst.yaml.bad"
-	sed "s/K-BURST/K-BURST/" "$tmp/ref/kernels/burst.yaml.bad" >/dev/null
-	mv "$tmp/ref/kernels/burst.yaml.bad" "$tmp/ref/kernels/burst.yaml.used"
-	printf '%s\n' 'id: K-BURST' 'gpu: h200' 'kind: gemm' 'dtype: bf16' \
-		'timing: stream' 'power_before: idle' 'warmup_calls: 0' \
-		'timed_calls: 1' 'rows:' \
-		'  - {label: bu8k, m: 8192, n: 8192, k: 8192, tflops: 700}' \
-		>"$tmp/ref/kernels/burst.yaml"
-	rm "$tmp/ref/kernels/burst.yaml.used"
-done
-sed 's/timed_calls: 1$/timed_calls: 1\nweights: warm/; s/power_before: idle/power_before: idle/' \
-	"$tmp/ref/kernels/burst.yaml" >/dev/null
-rm "$tmp/ref/kernels/burst.yaml"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

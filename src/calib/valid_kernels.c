@@ -16,6 +16,9 @@
  * scored; so is a row with `scored: false` (for attention also
  * fwd_scored or bwd_scored: false). An attention row may carry one
  * pass only (a source that published the forward, or the backward).
+ * A gemm file may state its calls' power regime (power_before: idle,
+ * warmup_calls, timed_calls; valid_power.c): its rows are then priced
+ * at the burst clock until the power window's hold, not all sustained.
  * A key the file's kind does not take, in the file or a row, is an
  * error at it, and so is a flag (scored, causal) other than true or
  * false.
