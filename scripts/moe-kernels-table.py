@@ -43,6 +43,23 @@ GROUPED_HEAD = """\
 # Timing (timing: stream): mean of back-to-back calls from Python, one
 # kernel a call, each call 150 us or more, above the ~20-25 us Python
 # needs to issue one (README of results/reference/device/): GPU-bound.
+# Power: each row's 5 warm-up and 20 timed calls (bf16: 10 from 64
+# groups) last 3-81 ms against the 79.1 ms an H200 holds its burst clock
+# after an idle spell (configs/gpus/h200.yaml: power_window 116 ms,
+# idle_power 0.173, burst_gemm_power 1.386), and the GPU read 1980 MHz
+# and 522 W, under the 700 W limit, right after the section (the file's
+# smi_after_grouped): the calls ran at burst_matrix_clock until the hold,
+# as the cuBLAS tables of llmsim-h200-2026-12-04-graph-experts-*.yaml
+# that state it (power_before: idle). This file keeps the sustained
+# reading (no power_before): llmsim prices the kernel as cuBLAS's best
+# tile on pooled groups, while PyTorch's sm90 grouped kernel (pytorch/
+# pytorch aten/src/ATen/native/cuda/GroupMM.cu @ 06c0cf01,
+# dispatch_bf16_grouped_kernel_on_tile_size) has one tile, 128 x 256 x 64
+# cooperative (64 x 128 x 128 ping-pong where M a group or N <= 128), and
+# a prepare_grouped_gemm_data kernel launched before it: with the burst
+# clock the model reads these rows +10.2 % (max +29.6 %), the graph
+# grouped-mm rows +8.0 % (max +50.0 %, over the 35 % gate) until that
+# kernel is priced.
 # Scored, not fitted on.
 """
 
@@ -71,7 +88,7 @@ GRAPH_HEAD = """\
 # kernel nodes of a graph start ~1 us apart. A call's operands stay in
 # L2 across the replays where they fit (50 MB): llmsim's serving level
 # by working set.
-# {scoring}
+{power}# {scoring}
 """
 
 METHODS = {
@@ -99,6 +116,26 @@ METHODS = {
 # gives their errors). The 4-stream rows from 2,048: how much the
 # streams' kernels overlap (measured 0.48-1.04 of one stream's time) is
 # not modelled beyond the pooled bound, which is 35-185 % fast below.
+GRAPH_POWER_NOTE = """\
+# Power (power_before: idle; src/calib/valid_power.c): a method's calls
+# of a row are 35 back to back from Python (5 warm-ups and 30 timed,
+# `<method>_s`), 3 more, then 2 warm-up replays of the graph (20 calls)
+# before the 10 timed (100 calls): warmup_calls 58, timed_calls 100. The
+# GPU ran kernels ~2.0 s of the section's 3.4 s wall (graph times x 158
+# calls) and read 453 W, under the 700 W limit, right after it (the
+# file's smi_after_streams): calls shorter than 79.1 ms / 158 = 0.5 ms
+# ran at burst_matrix_clock (configs/gpus/h200.yaml: power_window 116
+# ms, idle_power 0.173, burst_gemm_power 1.386); fc1's 32-expert
+# 2,048-row calls (0.55-0.66 ms) pass the hold in their timed calls.
+"""
+GRAPH_POWER_GROUPED = """\
+# Power: the calls ran at burst_matrix_clock as the cuBLAS methods' (their
+# files: power_before: idle), but this file keeps the sustained reading
+# until PyTorch's sm90 grouped kernel is priced (llmsim-h200-2026-12-04-
+# grouped-mm-bf16.yaml says why): at the burst clock the model reads
+# these rows +8.0 % (max +50.0 %, over the 35 % gate).
+"""
+
 SCORED_FROM_ALL = 512
 SCORED_FROM = {"loop4": 2048}
 
@@ -110,6 +147,13 @@ SCORING = {
 SCORING_ALL = ("Rows of fewer than 512 rows an expert (kernels of 3-20 us,\n"
                "# latency-bound) are shown, not scored: outside the tile-and-wave\n"
                "# model's range. Not fitted on.")
+
+
+# The calls' power regime (src/calib/valid_power.c) of the cuBLAS graph
+# tables: bench() in scripts/torchmeasure.py warms up 5 calls and
+# stream_rows times 30, then graph_bench runs 3, and 2 warm-up and 10
+# timed replays of 10 calls. Not for grouped-mm (GROUPED_HEAD says why).
+GRAPH_POWER = "power_before: idle\nwarmup_calls: 58\ntimed_calls: 100\n"
 
 
 def fmt(v):
@@ -184,6 +228,7 @@ def grouped_files(dev, out):
         "# torch._scaled_grouped_mm: FP8 e4m3 operands with rowwise "
         "scales (one a\n# token, one an output column), bf16 out,"))
     head = head.replace("# Scored, not fitted on.\n", FP8_NOTE)
+    head = head[:head.index("# Power: ")] + head[head.index(FP8_NOTE):]
     write(os.path.join(out, "llmsim-h200-%s-grouped-mm-fp8.yaml" % DATE),
           head + table(
               "LLMSIM-H200-%s-GROUPED-MM-FP8" % DATE,
@@ -224,7 +269,10 @@ def graph_files(dev, out):
         rows = [r for r in d["streams"] if key + "_graph_s" in r]
         head = GRAPH_HEAD.format(src=src, script=SCRIPT, date=DATE,
                                  method=key, what=what,
-                                 scoring=SCORING.get(method, SCORING_ALL))
+                                 scoring=SCORING.get(method, SCORING_ALL),
+                                 power=GRAPH_POWER_GROUPED
+                                 if method == "grouped-mm"
+                                 else GRAPH_POWER_NOTE)
         ident = "LLMSIM-H200-%s-GRAPH-EXPERTS-%s" % (DATE, method.upper())
         write(os.path.join(out, "llmsim-h200-%s-graph-experts-%s.yaml"
                            % (DATE, method)), head + table(
@@ -232,7 +280,8 @@ def graph_files(dev, out):
             "CUDA-graph timed, bf16, NVIDIA H200 (PyTorch)" % key, src,
             "graph", "bf16", "m the total over the experts; s per call",
             [graph_row(r, method, key) for r in rows],
-            "launch_overhead: 1.4 us\n"))
+            "launch_overhead: 1.4 us\n" +
+            ("" if method == "grouped-mm" else GRAPH_POWER)))
 
 
 def main():

@@ -324,6 +324,51 @@ status 2 "weights on a stream file" --kind kernel --reference "$tmp/ref"
 grep -q "'weights': only for kind gemm" "$tmp/err" ||
 	bad "weights on a stream file: no error naming the key"
 rm "$tmp/ref/kernels/cold.yaml"
+# The calls' power regime (gemm file keys power_before, warmup_calls,
+# timed_calls; src/calib/valid_power.c): bf16 8192^3 on h200. Without
+# them the row is priced at sustained_matrix_clock (1485 MHz); one timed
+# call after an idle spell runs at burst_matrix_clock (1776 MHz): its
+# mainloop MMAs scale by 1776 / 1485 = 1.196, its epilogue stores do
+# not, so the rate ratio is under 1.196 and, the MMAs of k 8192 ruling,
+# above 1.18. 1000 warm-ups (each >= 1.3 ms, past the 79.1 ms hold after
+# ~60) leave every timed call sustained: the same rate as no keys.
+printf '%s\n' 'id: K-SUST' 'gpu: h200' 'kind: gemm' 'dtype: bf16' \
+	'timing: stream' 'rows:' \
+	'  - {label: su8k, m: 8192, n: 8192, k: 8192, tflops: 700}' \
+	>"$tmp/ref/kernels/sust.yaml"
+sed 's/K-SUST/K-BURST/; s/timing: stream/timing: stream\npower_before: idle\nwarmup_calls: 0\ntimed_calls: 1/; s/su8k/bu8k/' \
+	"$tmp/ref/kernels/sust.yaml" >"$tmp/ref/kernels/burst.yaml"
+sed 's/K-SUST/K-LONG/; s/timing: stream/timing: stream\npower_before: idle\nwarmup_calls: 1000\ntimed_calls: 10/; s/su8k/lo8k/' \
+	"$tmp/ref/kernels/sust.yaml" >"$tmp/ref/kernels/long.yaml"
+kernel_rows
+[ "$rc" -le 1 ] || bad "power regime rows: exit $rc"
+awk '/ su8k 8192/ {s = $(NF-2)} / bu8k 8192/ {b = $(NF-2)} / lo8k 8192/ {l = $(NF-2)}
+	END {exit !(s > 0 && b / s > 1.18 && b / s < 1.196 && l == s)}' "$tmp/out" ||
+	bad "power_before: idle: expected the burst row 1.18-1.196x the sustained one, the long row equal to it"
+rm "$tmp/ref/kernels/sust.yaml" "$tmp/ref/kernels/long.yaml"
+mv "$tmp/ref/kernels/burst.yaml" "$tmp/burst.src"
+# power_before takes idle, with both counts, on a gemm file of a GPU with
+# the power model; the counts and a row's timed_calls only with it.
+for c in 's/power_before: idle/power_before: hot/|expected idle' \
+	's/warmup_calls: 0/warmup_calls: -1/|whole number of calls' \
+	's/timed_calls: 1/timed_calls: 0/|whole number of calls' \
+	'/warmup_calls/d|expected warmup_calls and timed_calls' \
+	'/power_before/d|only with power_before' \
+	's/gpu: h200/gpu: a100-80g/|has no power model' \
+	's/kind: gemm/kind: memory/|only for kind gemm' \
+	's/bu8k,/bu8k, timed_calls: 2.5,/|whole number of calls'; do
+	sed "${c%%|*}" "$tmp/burst.src" >"$tmp/ref/kernels/bad.yaml"
+	status 2 "power keys: ${c%%|*}" --kind kernel --reference "$tmp/ref"
+	grep -q "bad.yaml.*${c#*|}" "$tmp/err" ||
+		bad "power keys ${c%%|*}: no error '${c#*|}'"
+done
+# a row's timed_calls in a file without the regime
+sed '/power_before/d; /warmup_calls/d; /timed_calls: 1/d; s/bu8k,/bu8k, timed_calls: 2,/' \
+	"$tmp/burst.src" >"$tmp/ref/kernels/bad.yaml"
+status 2 "a row's timed_calls without power_before" --kind kernel --reference "$tmp/ref"
+grep -q "bad.yaml.*'timed_calls': only in a file with power_before" "$tmp/err" ||
+	bad "a row's timed_calls without power_before: no error"
+rm "$tmp/ref/kernels/bad.yaml" "$tmp/burst.src"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

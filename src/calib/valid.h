@@ -165,6 +165,32 @@ int valid_parse_number(const char *text, double lo, int whole, double *out);
 int valid_check_keys(const struct cnode *map, const char *const *keys,
 		     const char *what, struct diag *d);
 
+/* A gemm file's power regime (valid_power.c): on, its rows' calls start
+ * after an idle spell, warmup_calls before timed_calls, the row's time
+ * the timed calls' mean under the GPU's power model. */
+struct valid_power {
+	int on;
+	double warmup_calls, timed_calls;
+};
+
+/* p from root's power_before, warmup_calls and timed_calls (all absent:
+ * off) for a file of kind on g. 0, or -1 after an error at a key. */
+int valid_power_read(const struct cnode *root, const char *kind,
+		     const struct gpu_spec *g, struct valid_power *p,
+		     struct diag *d);
+
+/* The timed calls of row (its own timed_calls or p's) into *timed. 0, or
+ * -1 after an error at its timed_calls. */
+int valid_power_row_calls(const struct cnode *row,
+			  const struct valid_power *p, double *timed,
+			  struct diag *d);
+
+/* A row's predicted time (s) from its time at burst_matrix_clock and at
+ * sustained_matrix_clock: sustained_s when p is off. */
+double valid_power_time_s(const struct gpu_spec *g,
+			  const struct valid_power *p, double timed,
+			  double burst_s, double sustained_s);
+
 /* map's key, when present, a scalar true or false: 1 or 0; def when
  * absent; -1 after an error at its value ('flase' and 'True ' were read
  * as not false). */

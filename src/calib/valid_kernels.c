@@ -16,6 +16,9 @@
  * scored; so is a row with `scored: false` (for attention also
  * fwd_scored or bwd_scored: false). An attention row may carry one
  * pass only (a source that published the forward, or the backward).
+ * A gemm file may state its calls' power regime (power_before: idle,
+ * warmup_calls, timed_calls; valid_power.c): its rows are then priced
+ * at the burst clock until the power window's hold, not all sustained.
  * A key the file's kind does not take, in the file or a row, is an
  * error at it, and so is a flag (scored, causal) other than true or
  * false.
@@ -61,6 +64,7 @@ struct ref {
 	int b_cold;			/* gemm: `weights: cold`, B read from
 					 * HBM (a benchmark that flushes L2
 					 * before each call) */
+	struct valid_power power;	/* gemm: the calls' power regime */
 	struct gpu_spec g;		/* the GPU */
 };
 
@@ -96,7 +100,7 @@ static const char *const file_keys[] = {
 	"id", "title", "source", "confidence", "measured_on", "notes", "gpu",
 	"kind", "dtype", "timing", "launch_overhead", "min_time", "weights",
 	"fp8_accumulation", "kv_dtype", "decode_kernel", "array_bytes",
-	"rows", NULL,
+	"power_before", "warmup_calls", "timed_calls", "rows", NULL,
 };
 
 static const struct {
@@ -104,7 +108,8 @@ static const struct {
 	const char *const keys[20];
 } row_keys[] = {
 	{"gemm", {"label", "m", "n", "k", "tflops", "s", "scored", "groups",
-		  "group_dim", "counts", "streams", "shapes", NULL}},
+		  "group_dim", "counts", "streams", "shapes", "timed_calls",
+		  NULL}},
 	{"attention", {"label", "backend", "batch", "heads_q", "heads_kv",
 		       "seq", "head_dim", "head_dim_v", "causal", "window",
 		       "fwd_s", "fwd_tflops", "bwd_s", "bwd_tflops", "scored",
@@ -365,6 +370,8 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 		    read_fp8_accum(root, r, cx->diag) < 0)
 			return -1;
 	}
+	if (valid_power_read(root, r->kind, &r->g, &r->power, cx->diag) < 0)
+		return -1;
 	return read_weights(root, r, cx->diag);
 }
 
@@ -596,6 +603,35 @@ static int row_gemm(const struct ref *r, const struct cnode *row,
 	l->meas_s = s > 0 ? s : flop / (tf * 1e12);
 	l->pred = flop / t / 1e12;
 	l->unit = "TFLOP/s";
+	return 0;
+}
+
+/* A gemm row as its file's calls ran under the power limit (valid_power.c:
+ * the row at both clocks, the timed calls' mean), or at the sustained
+ * clock; the return of row_gemm. */
+static int row_gemm_power(const struct ref *r, const struct cnode *row,
+			  struct line *l, struct diag *d)
+{
+	int (*fn)(const struct ref *, const struct cnode *, struct line *,
+		  struct diag *) = cnode_get(row, "shapes") ? row_gemm_shapes
+							    : row_gemm;
+	struct ref rb;
+	struct line lb;
+	double timed, work;
+	int rc = fn(r, row, l, d);
+
+	if (rc < 0 || valid_power_row_calls(row, &r->power, &timed, d) < 0)
+		return rc < 0 ? rc : -2;
+	if (!r->power.on)
+		return 0;
+	rb = *r;
+	gpu_at_matrix_clock(&r->g, r->g.burst_matrix_clock_hz, &rb.g);
+	rc = fn(&rb, row, &lb, d);
+	if (rc < 0)
+		return rc;
+	work = l->meas * l->meas_s;	/* TFLOP */
+	l->pred = work / valid_power_time_s(&r->g, &r->power, timed,
+					    work / lb.pred, work / l->pred);
 	return 0;
 }
 
@@ -833,10 +869,8 @@ static int do_row(struct valid_table *t, const struct ref *r,
 	}
 	if (strcmp(r->kind, "gemm") == 0 && bad_streams(row, d) < 0)
 		return -1;
-	if (strcmp(r->kind, "gemm") == 0 && cnode_get(row, "shapes"))
-		rc = row_gemm_shapes(r, row, &l, d);
-	else if (strcmp(r->kind, "gemm") == 0)
-		rc = row_gemm(r, row, &l, d);
+	if (strcmp(r->kind, "gemm") == 0)
+		rc = row_gemm_power(r, row, &l, d);
 	else if (strcmp(r->kind, "decode_attention") == 0)
 		rc = row_decode(r, row, &l);
 	else if (strcmp(r->kind, "stream") == 0)

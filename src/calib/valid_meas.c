@@ -193,10 +193,7 @@ double valid_gemm_point_s(const struct gpu_spec *g, int dtype,
 			hi = ts;
 			break;
 		}
-		if (start + tb <= hold)
-			t = tb;
-		else
-			t = (hold - start) + (1 - (hold - start) / tb) * ts;
+		t = gpu_power_call_s(tb, ts, start, hold);
 		if (c == BK_WARMUP_CALLS + mid - 1)
 			lo = t;
 		if (c == BK_WARMUP_CALLS + mid)

@@ -143,6 +143,20 @@ double gpu_power_step_clock_hz(const struct gpu_spec *g, double matrix_s,
  * model. */
 double gpu_power_burst_hold_s(const struct gpu_spec *g, double power_before);
 
+/* The time (s) of one call that starts start_s after GEMMs left a long
+ * idle spell, burst_s long at burst_matrix_clock and sustained_s at
+ * sustained_matrix_clock, the burst held for hold_s (gpu_power.c). */
+double gpu_power_call_s(double burst_s, double sustained_s, double start_s,
+			double hold_s);
+
+/* The mean time (s) of timed_calls (>= 1) calls run back to back after
+ * warmup_calls others, all of one kernel (burst_s, sustained_s as
+ * above), from a long spell at board power power_before (a fraction of
+ * the limit); sustained_s without the model. */
+double gpu_power_calls_mean_s(const struct gpu_spec *g, double burst_s,
+			      double sustained_s, double warmup_calls,
+			      double timed_calls, double power_before);
+
 /* *out = *g with its matrix work at clock_hz (> 0): every rate of g
  * that follows sustained_matrix_clock follows clock_hz. */
 void gpu_at_matrix_clock(const struct gpu_spec *g, double clock_hz,

@@ -44,6 +44,16 @@
  *
  * and run at f_s from then on: what a benchmark that times a few calls
  * after an idle host pause measures (llmsim validate --kind measured).
+ *
+ * Calls back to back from that start, each t_b long at f_b and t_s at
+ * f_s: a call that starts at s runs at f_b while s + t_b <= t_hold, at
+ * f_s once s >= t_hold, and the call across t_hold does its first
+ * (t_hold - s) / t_b of the work at t_b's rate, the rest at t_s's:
+ *
+ *     t(s) = (t_hold - s) + (1 - (t_hold - s) / t_b) t_s
+ *
+ * (gpu_power_call_s; the mean of calls w .. w + n - 1, the timed calls
+ * after w warm-ups: gpu_power_calls_mean_s).
  */
 #include "gpu_impl.h"
 
@@ -93,4 +103,44 @@ void gpu_at_matrix_clock(const struct gpu_spec *g, double clock_hz,
 		BUG("gpu_at_matrix_clock: clock not positive");
 	*out = *g;
 	out->sustained_matrix_clock_hz = clock_hz;
+}
+
+double gpu_power_call_s(double burst_s, double sustained_s, double start_s,
+			double hold_s)
+{
+	if (start_s >= hold_s)
+		return sustained_s;
+	if (start_s + burst_s <= hold_s)
+		return burst_s;
+	return (hold_s - start_s) +
+	       (1 - (hold_s - start_s) / burst_s) * sustained_s;
+}
+
+double gpu_power_calls_mean_s(const struct gpu_spec *g, double burst_s,
+			      double sustained_s, double warmup_calls,
+			      double timed_calls, double power_before)
+{
+	double hold = gpu_power_burst_hold_s(g, power_before), start = 0;
+	double sum = 0, c;
+
+	gpu_require_size(burst_s, "call time at the burst clock");
+	gpu_require_size(sustained_s, "call time at the sustained clock");
+	gpu_require_size(warmup_calls, "warm-up calls");
+	if (!(timed_calls >= 1) || !isfinite(timed_calls))
+		BUG("gpu_power_calls_mean_s: no timed call");
+	if (!gpu_power_modelled(g))
+		return sustained_s;
+	for (c = 0; c < warmup_calls + timed_calls; c++) {
+		double t = gpu_power_call_s(burst_s, sustained_s, start, hold);
+
+		if (start >= hold) {	/* every call left is t_s */
+			sum += (warmup_calls + timed_calls -
+				fmax(c, warmup_calls)) * sustained_s;
+			break;
+		}
+		if (c >= warmup_calls)
+			sum += t;
+		start += t;
+	}
+	return sum / timed_calls;
 }

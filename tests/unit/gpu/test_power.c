@@ -154,3 +154,38 @@ Test(gpu, backend_gemm_point_of_many_calls_is_sustained,
 	cr_assert(gpu_fixture_near(valid_gemm_point_s(&g, DTYPE_BF16, &r),
 				   10.551e-3, 1e-4));
 }
+
+/* A kernel table's timed calls after its warm-ups, from idle
+ * (gpu_power_calls_mean_s, valid_power.c): the mean of the timed calls. */
+Test(gpu, timed_calls_mean_from_idle_crosses_the_hold)
+{
+	struct gpu_spec g;
+	double hold = 0.075 / 1.75, tb = 10e-3, ts = 15e-3, c4, got;
+
+	toy_power(&g);
+	/* hold 42.857 ms from idle (the test above). Calls of t_b 10 ms
+	 * start at 0, 10, 20, 30, 40 ms; call 4 crosses the hold: 2.857 ms
+	 * at t_b's rate, then (1 - 0.2857) of its work at t_s's, 13.571 ms;
+	 * call 5 starts at 53.571 ms, past the hold: t_s. */
+	c4 = (hold - 0.04) + (1 - (hold - 0.04) / tb) * ts;
+	cr_assert(gpu_fixture_near(gpu_power_call_s(tb, ts, 0.04, hold), c4,
+				   1e-12));
+	/* 2 warm-ups, 4 timed (calls 2-5): (10 + 10 + 13.571 + 15) / 4 =
+	 * 12.143 ms */
+	got = gpu_power_calls_mean_s(&g, tb, ts, 2, 4, 0.25);
+	cr_assert(gpu_fixture_near(got, (2 * tb + c4 + ts) / 4, 1e-12),
+		  "got %g", got);
+	/* one timed call and no warm-up: the burst time */
+	cr_assert(gpu_fixture_near(gpu_power_calls_mean_s(&g, tb, ts, 0, 1,
+							  0.25), tb, 1e-12));
+	/* every timed call past the hold (10 warm-ups end at 10 x ~10-15
+	 * ms > 42.9 ms): t_s, counted without walking them */
+	cr_assert(gpu_fixture_near(gpu_power_calls_mean_s(&g, tb, ts, 10, 1e6,
+							  0.25), ts, 1e-12));
+	/* from the limit itself no burst at all */
+	cr_assert(gpu_fixture_near(gpu_power_calls_mean_s(&g, tb, ts, 0, 3, 1),
+				   ts, 1e-12));
+	/* without the power model: t_s */
+	gpu_fixture_toy(&g);
+	cr_assert_eq(gpu_power_calls_mean_s(&g, tb, ts, 0, 1, 0.25), ts);
+}
