@@ -340,8 +340,11 @@ static int hf_bool(const struct cnode *node, const char *key, int dflt,
 		if (strcmp(v->text, "false") == 0)
 			return 0;
 	}
-	cnode_error(d, v, "'%s': expected true or false, got %s", key,
-		    shown(v, buf, sizeof(buf)));
+	cnode_error(d, v, "'%s': expected true or false, got %s%s", key,
+		    shown(v, buf, sizeof(buf)), v->kind == CNODE_SCALAR &&
+		    v->quoted && (strcmp(v->text, "true") == 0 ||
+				  strcmp(v->text, "false") == 0) ?
+		    " (a quoted string; write it without quotes)" : "");
 	return -1;
 }
 
