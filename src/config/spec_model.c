@@ -124,6 +124,16 @@ static const char *const ignored[] = {
 	"layernorm_mlp_beta", "max_model_len", "rotary_dim", "qk_norm_type",
 	"shared_moe_mode", "use_routing_bias", "use_mtp",
 	"mlp_intermediate_size",
+	/* StarCoder2 (Starcoder2Config), GPT-NeoX (GPTNeoXConfig), StableLM:
+	 * dropout probabilities and the norm epsilon (as above); mlp_type and
+	 * norm_type, which transformers' Starcoder2 classes never read (its
+	 * MLP is c_fc, act, c_proj; its norms nn.LayerNorm); GPT-NeoX's names
+	 * for rope_theta and partial_rotary_factor (GPTNeoXConfig
+	 * convert_rope_params_to_dict: rotary_emb_base, rotary_pct); and the
+	 * keys model_hf_defaults (spec_model_hf.c) reads itself */
+	"residual_dropout", "embedding_dropout", "norm_epsilon", "mlp_type",
+	"norm_type", "rotary_emb_base", "rotary_pct", "use_qkv_bias",
+	"use_parallel_residual",
 	NULL,
 };
 
@@ -857,6 +867,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 	 * gradients). */
 	if (m->tie_word_embeddings < 0)
 		m->tie_word_embeddings = model_tied_by_default(m->model_type);
+	if (model_hf_defaults(m, node, d) != 0)
+		rc = -1;
 	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
 		m->mlp_bias = m->model_type &&
 			      strcmp(m->model_type, "gpt_oss") == 0;

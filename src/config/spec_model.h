@@ -370,6 +370,15 @@ double model_mamba_state_bytes(const struct model_spec *m, double ssm_B,
  * (float32 4, bfloat16/float16 2), else act_B. */
 double model_mamba_ssm_B(const struct model_spec *m, double act_B);
 
+/* Norm and bias defaults of Hugging Face model types whose config.json
+ * does not say them in llmsim's keys (spec_model_hf.c: StarCoder2's
+ * use_bias, GPT-NeoX, Phi and StableLM's LayerNorm and biases), and a
+ * warning where llmsim builds more than such a model has (a shared
+ * norm, StableLM's unbiased o_proj). Run after the schema, on the
+ * file's map. 0, or -1 after reporting a bad value. */
+int model_hf_defaults(struct model_spec *m, const struct cnode *map,
+		      struct diag *d);
+
 /* Resolve hybrid_override_pattern into m->block and check the Mamba
  * keys: 0, or -1 after reporting (spec_model_mamba.c). */
 struct cnode;

@@ -323,3 +323,102 @@ int model_tied_by_default(const char *model_type)
 
 	return model_type && schema_name_index(tied, model_type) >= 0;
 }
+
+/* A config.json boolean at key of node: 1 or 0; dflt when absent or
+ * null; -1 after reporting a value that is not true or false. */
+static int hf_bool(const struct cnode *node, const char *key, int dflt,
+		   struct diag *d)
+{
+	const struct cnode *v = cnode_get(node, key);
+	char buf[96];
+
+	if (!v || (v->kind == CNODE_SCALAR && cnode_is_null(v)))
+		return dflt;
+	if (v->kind == CNODE_SCALAR && !v->quoted) {
+		if (strcmp(v->text, "true") == 0)
+			return 1;
+		if (strcmp(v->text, "false") == 0)
+			return 0;
+	}
+	cnode_error(d, v, "'%s': expected true or false, got %s%s", key,
+		    shown(v, buf, sizeof(buf)), v->kind == CNODE_SCALAR &&
+		    v->quoted && (strcmp(v->text, "true") == 0 ||
+				  strcmp(v->text, "false") == 0) ?
+		    " (a quoted string; write it without quotes)" : "");
+	return -1;
+}
+
+/* The norms and biases of model types whose config.json does not say
+ * them in llmsim's keys (norm, attention_bias, mlp_bias), from the
+ * transformers classes (huggingface/transformers @ 008e5743):
+ *   starcoder2  Starcoder2DecoderLayer: nn.LayerNorm (norm_type, in some
+ *               config.json files, is read by nothing); q, k, v, o_proj,
+ *               c_fc and c_proj take bias=config.use_bias, which
+ *               Starcoder2Config defaults to True.
+ *   gpt_neox    GPTNeoXLayer: nn.LayerNorm (two, both on the layer's
+ *               input under use_parallel_residual: the same kernels);
+ *               query_key_value and dense bias=config.attention_bias
+ *               (GPTNeoXConfig: True); GPTNeoXMLP's nn.Linear layers
+ *               keep their default bias.
+ *   phi         PhiDecoderLayer: nn.LayerNorm; PhiAttention's q, k, v
+ *               and dense and PhiMLP's fc1, fc2 are biased nn.Linear.
+ *   stablelm    StableLmDecoderLayer: nn.LayerNorm; q, k, v take
+ *               bias=config.use_qkv_bias (default False), o_proj and
+ *               the MLP none.
+ * A key the file gives itself wins. The rest is not modeled and is said
+ * so (a warning with the size): llmsim's attention_bias also biases
+ * o_proj (StableLM's use_qkv_bias true: hidden_size parameters and one
+ * bias kernel a layer too many), and every layer has two norms, where
+ * Phi, Cohere (CohereDecoderLayer: one input_layernorm feeding attention
+ * and the MLP) and StableLM with use_parallel_residual have one. */
+int model_hf_defaults(struct model_spec *m, const struct cnode *node,
+		      struct diag *d)
+{
+	const char *t = m->model_type;
+	const struct cnode *at, *v;
+	int ln = 1, ab, mb, shared = 0;
+
+	if (!t || !node || node->kind != CNODE_MAP)
+		return 0;
+	at = cnode_get(node, "model_type");
+	if (strcmp(t, "starcoder2") == 0) {
+		ab = mb = hf_bool(node, "use_bias", 1, d);
+	} else if (strcmp(t, "gpt_neox") == 0) {
+		ab = mb = 1;
+	} else if (strcmp(t, "phi") == 0) {
+		ab = mb = shared = 1;
+	} else if (strcmp(t, "stablelm") == 0) {
+		ab = hf_bool(node, "use_qkv_bias", 0, d);
+		mb = 0;
+		shared = hf_bool(node, "use_parallel_residual", 0, d);
+	} else if (strcmp(t, "cohere") == 0 || strcmp(t, "cohere2") == 0) {
+		ln = 0;
+		ab = mb = -2;	/* their own attention_bias / mlp_bias */
+		shared = 1;
+	} else {
+		return 0;
+	}
+	if (ab == -1 || shared == -1)
+		return -1;	/* a bad boolean, reported */
+	if (ln && !cnode_get(node, "norm"))
+		m->norm = NORM_LAYER;
+	if (ab >= 0 && !cnode_get(node, "attention_bias"))
+		m->attention_bias = ab;
+	if (mb >= 0 && m->mlp_bias < 0)
+		m->mlp_bias = mb;
+	v = cnode_get(node, "use_qkv_bias");
+	if (strcmp(t, "stablelm") == 0 && ab == 1 && v &&
+	    !cnode_get(node, "attention_bias"))
+		diag_warn(d, v->file, v->line, v->col, "'use_qkv_bias': "
+			  "StableLM biases q, k and v but not o_proj; llmsim's "
+			  "attention_bias biases o_proj too (%lld parameters "
+			  "and one bias kernel a layer too many)",
+			  (long long)m->hidden_size);
+	if (shared && at)
+		diag_warn(d, at->file, at->line, at->col, "'model_type' %s: "
+			  "attention and the MLP share one input norm; llmsim "
+			  "builds two norms a layer (one norm of %lld elements "
+			  "a token, its kernels and parameters, too many a "
+			  "layer)", t, (long long)m->hidden_size);
+	return 0;
+}

@@ -299,6 +299,13 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	chunk_bwd(o, d);
 	lop_eager(o, "gdn_gates_bwd", PASS_BWD, t * H * (B + 6 * 4),
 		  t * H * (B + 4 * 4), 0, 5, 8 * t * H);
+	/* dt_bias's and A_log's gradients are final here: they enter the
+	 * layer only through the eager gate g = -exp(A_log) softplus(a +
+	 * dt_bias) (Megatron-LM megatron/core/ssm/gated_delta_net/gdn.py
+	 * _compute_gates), so their AccumulateGrad nodes run, and DDP's
+	 * hook on them (distributed_data_parallel.py: grad_acc.register_hook)
+	 * fires, before the l2norm's and the conv's backward: H_v' each */
+	lop_param_grad_add(o, d, "ssm_param_grad_add", H, 2);
 	if (rep)	/* repeat_interleave's backward: a sum over the copies */
 		lop_eager(o, "gdn_qk_repeat_bwd", PASS_BWD,
 			  2 * t * H * d->gdn.dk * B, 2 * t * qk * B, 0, 2,
@@ -312,11 +319,9 @@ void gdn_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	/* causal_conv1d_bwd: read x, dy, write dx; its weight gradient */
 	lop_memop(o, "gdn_conv1d_bwd", PASS_BWD, 2 * t * c * B, t * c * B,
 		  4 * d->gdn.conv * t * c + ACT_FLOPS * t * c);
-	/* the small parameters' hook adds (lop_param_grad_add), as
-	 * gdn_params lists them: conv1d weight (c W, no bias), dt_bias
-	 * and A_log (H_v' each) */
+	/* the conv1d weight's hook add (c W, no bias, as gdn_params): its
+	 * gradient is final once causal_conv1d's backward returns */
 	lop_param_grad_add(o, d, "conv1d_grad_add", c * d->gdn.conv, 1);
-	lop_param_grad_add(o, d, "ssm_param_grad_add", H, 2);
 	lop_memop(o, "gdn_qkv_copy_bwd", PASS_BWD, t * c * B, t * c * B, 0);
 	cp_pre(o, PASS_BWD, 1, d);
 	red = lop_column_bwd(o, "in_proj_input_allgather", "in_proj_grad_cast",

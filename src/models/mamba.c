@@ -312,7 +312,17 @@ void mamba_bwd(struct layer_ops *o, const struct layer_dims *d)
 		  x.T * x.c * B, 4 * x.K * x.T * x.c);
 	{	/* the small parameters' hook adds (lop_param_grad_add), each
 		 * sharded by TP only: conv1d weight (c' K) and bias (c'),
-		 * then A_log, D and dt_bias (H' each) */
+		 * then A_log, D and dt_bias (H' each). Here, after the conv's
+		 * backward, not after the scan's: Megatron-LM's mixer
+		 * (megatron/core/ssm/mamba_mixer.py _ssm_training) passes all
+		 * five into the one autograd Function
+		 * mamba_split_conv1d_scan_combined, which returns their
+		 * gradients together when its backward ends (the conv's
+		 * backward last: state-spaces/mamba mamba_ssm/ops/triton/
+		 * ssd_combined.py MambaSplitConv1dScanCombinedFn.backward),
+		 * and DDP's hook fires on each parameter's
+		 * AccumulateGrad (distributed_data_parallel.py
+		 * grad_acc.register_hook) only then. */
 		double c_tp = x.di_tp + 2 * x.G_tp * x.N;
 
 		lop_param_grad_add(o, d, "conv1d_grad_add", c_tp * x.K, 1);

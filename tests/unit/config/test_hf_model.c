@@ -784,3 +784,79 @@ Test(hf_model, swish_is_silu)
 	cr_assert_eq(m->gated_mlp, 1);
 	tmpdir_remove(dir);
 }
+
+Test(hf_model, norm_and_biases_of_the_model_type)
+{
+	/*
+	 * config.json says a model's norms and biases in its own words, or
+	 * not at all where the class fixes them (transformers @ 008e5743):
+	 * Starcoder2 nn.LayerNorm, every linear bias=config.use_bias
+	 * (default True; norm_type and mlp_type are read by nothing);
+	 * GPT-NeoX nn.LayerNorm, attention bias=config.attention_bias
+	 * (default True), biased MLP linears; Phi nn.LayerNorm, biased
+	 * linears, one norm for attention and the MLP (a warning: llmsim
+	 * builds two); StableLM nn.LayerNorm, q/k/v bias=use_qkv_bias
+	 * (default False; true is a warning, llmsim biases o_proj too),
+	 * unbiased MLP; Cohere one shared norm (a warning). A key the file
+	 * gives wins; other types keep llmsim's defaults (rmsnorm, no
+	 * bias).
+	 */
+	static const struct {
+		const char *type, *keys;
+		int norm, ab, mb, warnings;
+	} c[] = {
+		{ "starcoder2", "", NORM_LAYER, 1, 1, 0 },
+		{ "starcoder2", "\"use_bias\": false, \"norm_type\": "
+		  "\"layer_norm\", \"mlp_type\": \"default\",",
+		  NORM_LAYER, 0, 0, 0 },
+		{ "gpt_neox", "\"rotary_pct\": 0.25, \"rotary_emb_base\": "
+		  "10000, \"use_parallel_residual\": true,",
+		  NORM_LAYER, 1, 1, 0 },
+		{ "gpt_neox", "\"attention_bias\": false, \"norm\": "
+		  "\"rmsnorm\",", NORM_RMS, 0, 1, 0 },
+		{ "phi", "", NORM_LAYER, 1, 1, 1 },
+		{ "stablelm", "\"use_parallel_residual\": false,",
+		  NORM_LAYER, 0, 0, 0 },
+		{ "stablelm", "\"use_qkv_bias\": true, "
+		  "\"use_parallel_residual\": true,", NORM_LAYER, 1, 0, 2 },
+		{ "cohere", "", NORM_RMS, 0, 0, 1 },
+		{ "llama", "", NORM_RMS, 0, 0, 0 },
+	};
+	char dir[64], path[256], text[512];
+	const struct model_spec *m;
+	size_t i;
+	int w;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(text, sizeof(text), "{\"model_type\": \"%s\", %s"
+			 " \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+			 " \"num_attention_heads\": 8, \"intermediate_size\":"
+			 " 4096, \"vocab_size\": 1000}", c[i].type, c[i].keys);
+		w = C.d.warnings;
+		m = load(write_json(dir, path, text));
+		cr_assert_eq(m->norm, c[i].norm, "%zu %s", i, c[i].type);
+		cr_assert_eq(m->attention_bias, c[i].ab, "%zu %s", i,
+			     c[i].type);
+		cr_assert_eq(m->mlp_bias, c[i].mb, "%zu %s", i, c[i].type);
+		cr_assert_eq(C.d.warnings - w, c[i].warnings, "%zu %s: %s", i,
+			     c[i].type, capture_text(&C));
+		tmpdir_remove(dir);
+	}
+	cr_assert_has(capture_text(&C), "'use_qkv_bias': StableLM biases q, "
+		      "k and v but not o_proj; llmsim's attention_bias biases "
+		      "o_proj too (1024 parameters and one bias kernel a "
+		      "layer too many)");
+	cr_assert_has(capture_text(&C), "'model_type' phi: attention and the "
+		      "MLP share one input norm; llmsim builds two norms a "
+		      "layer (one norm of 1024 elements a token");
+	/* a value that is not a boolean is refused, at its place */
+	cr_assert_neq(config_load(&CX, &model_schema, write_json(dir, path,
+		"{\"model_type\": \"starcoder2\", \"use_bias\": \"yes\","
+		" \"hidden_size\": 1024, \"num_hidden_layers\": 2,"
+		" \"num_attention_heads\": 8, \"intermediate_size\": 4096,"
+		" \"vocab_size\": 1000}"), NULL, 0,
+		arena_alloc(&A, sizeof(struct model_spec))), 0);
+	cr_assert_has(capture_text(&C), "config.json:1:42: error: 'use_bias': "
+		      "expected true or false, got 'yes'");
+	tmpdir_remove(dir);
+}

@@ -120,6 +120,41 @@ const struct layer_op *fixture_op(const struct layer_ops *o, const char *name)
 	return NULL;
 }
 
+void fixture_assert_grad_add(const struct layer_ops *o, int at,
+			     const char *name, double n)
+{
+	const struct layer_op *a;
+
+	cr_assert(at >= 0 && at < o->n, "op %d of %d", at, o->n);
+	a = &o->op[at];
+	cr_assert_str_eq(a->name, name, "op %d: %s, want %s", at, a->name,
+			 name);
+	cr_assert_eq(a->pass, PASS_BWD);
+	cr_assert_leq(a->k.launches, 1, "%s: %g launches", name,
+		      a->k.launches);	/* 0: the one launch */
+	cr_assert_float_eq(a->k.read_B, 6 * n, 1e-6, "%s: read %g B, want %g",
+			   name, a->k.read_B, 6 * n);
+	cr_assert_float_eq(a->k.write_B, 4 * n, 1e-6, "%s: write %g B, "
+			   "want %g", name, a->k.write_B, 4 * n);
+	cr_assert_float_eq(a->k.vec_flops, n, 1e-6);
+}
+
+int fixture_small_grad_adds(const struct layer_ops *o)
+{
+	int i, n = 0;
+
+	for (i = 0; i < o->n; i++) {
+		const char *s = o->op[i].name;
+		size_t l = strlen(s);
+
+		if (l > 9 && strcmp(s + l - 9, "_grad_add") == 0 &&
+		    strcmp(s, "main_grad_add") != 0 &&
+		    strcmp(s, "norm_grad_add") != 0)
+			n++;
+	}
+	return n;
+}
+
 void fixture_infer_moe_ops(const char *path, const char *const *sets,
 			   size_t n, double tokens, struct infer_dims *d,
 			   struct infer_ops *o)
@@ -137,6 +172,8 @@ void fixture_infer_moe_ops(const char *path, const char *const *sets,
 	j = fixture_load_job(&a, path, sets, n);
 	infer_dims_from_job(j, j->system->gpu, d);
 	infer_job_batch(j, &b);
+	if (tokens < 0)
+		tokens = infer_batch_tokens(&b);
 	cr_assert_eq(infer_moe_route(j, d, tokens, &ra, &r, &dg), 0);
 	infer_layer_ops(d, &b, &k, &r, o);
 	arena_release(&ra);
@@ -159,6 +196,29 @@ double fixture_infer_op_time_s(const struct infer_ops *o,
 			return u.op[i].time_s;
 	cr_assert_fail("no op %s", name);
 	return 0;
+}
+
+int fixture_infer_op_index(const struct infer_ops *o, const char *name)
+{
+	int i;
+
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->op[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+void fixture_infer_dims(const char *path, const char *const *base,
+			size_t nb, const char *const *extra, size_t ne,
+			struct infer_dims *d)
+{
+	struct arena a;
+	struct job_spec *j;
+
+	arena_init(&a);
+	j = fixture_load_job2(&a, path, base, nb, extra, ne);
+	infer_dims_from_job(j, j->system->gpu, d);
+	arena_release(&a);
 }
 
 int fixture_infer_count(const struct infer_ops *o, const char *name)

@@ -61,8 +61,29 @@ int fixture_op_index(const struct layer_ops *o, const char *name);
 /* The ops named name in o, of pass `pass` (any pass when pass < 0). */
 int fixture_op_count(const struct layer_ops *o, int pass, const char *name);
 
+/* Asserts o->op[at] is a DDP hook add (layer_ops.c lop_param_grad_add)
+ * named name of n elements, a bf16 plain gradient (2 B) into an fp32
+ * main_grad (4 B): one launch reading 6 n B, writing 4 n B, n adds. */
+void fixture_assert_grad_add(const struct layer_ops *o, int at,
+			     const char *name, double n);
+
+/* The hook adds in o other than the weights' (main_grad_add) and the
+ * norms' (norm_grad_add): the ops named *_grad_add (biases, conv1d,
+ * SSM parameters). */
+int fixture_small_grad_adds(const struct layer_ops *o);
+
 /* Model FLOPs of the GEMM kernels of pass `pass` in o. */
 double fixture_gemm_flops(const struct layer_ops *o, enum layer_pass pass);
+
+/* The index in o of the first inference op named name, or -1. */
+int fixture_infer_op_index(const struct infer_ops *o, const char *name);
+
+/* The inference dimensions (infer_dims_from_job on its GPU) of the job
+ * at path with base[0..nb) then extra[0..ne) as fixture_load_job2 takes
+ * them; the job is released: d's scalar fields only. */
+void fixture_infer_dims(const char *path, const char *const *base,
+			size_t nb, const char *const *extra, size_t ne,
+			struct infer_dims *d);
 
 /* The first inference op named name in o, or NULL. */
 const struct infer_op *fixture_infer_op(const struct infer_ops *o,
@@ -70,7 +91,8 @@ const struct infer_op *fixture_infer_op(const struct infer_ops *o,
 
 /* The MoE layer's ops (into o) and dimensions (d) of job `path` with the
  * overrides sets[0..n), routing `tokens` tokens a rank (under attention
- * DP every rank's are gathered: N = tokens x dp). */
+ * DP every rank's are gathered: N = tokens x dp); tokens < 0: the job's
+ * own batch's (infer_job_batch, infer_batch_tokens). */
 void fixture_infer_moe_ops(const char *path, const char *const *sets,
 			   size_t n, double tokens, struct infer_dims *d,
 			   struct infer_ops *o);

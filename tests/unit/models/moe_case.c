@@ -38,6 +38,12 @@ void moe_case_bwd(struct moe_case *m)
 	layer_bwd(&m->d, &m->kind, LREC_NONE, &m->o);
 }
 
+void moe_case_fwd_bwd(struct moe_case *m)
+{
+	moe_case_fwd(m);
+	moe_case_bwd(m);
+}
+
 void moe_case_release(struct moe_case *m)
 {
 	arena_release(&m->a);

@@ -44,6 +44,10 @@ void moe_case_fwd(struct moe_case *m);
  * (the dimensions are not rebuilt). */
 void moe_case_bwd(struct moe_case *m);
 
+/* moe_case_fwd, then moe_case_bwd: m->o holds the backward ops of the
+ * job as it is now. */
+void moe_case_fwd_bwd(struct moe_case *m);
+
 /* Frees the routing's arrays. */
 void moe_case_release(struct moe_case *m);
 

@@ -184,6 +184,15 @@ static void serve_ops(const char *const *sets, size_t n,
 	arena_release(&a);
 }
 
+/* One DeepSeek-V3.2-Exp prompt of 4096 tokens (the MHA mode) and one of
+ * 32768 (the sparse mode), the base job's cache as it is. */
+static const char *const short_p[] = {
+	"model=deepseek-v3.2-exp", "phase=prefill", "serving.batch=1",
+	"serving.input_len=4096" };
+static const char *const long_p[] = {
+	"model=deepseek-v3.2-exp", "phase=prefill", "serving.batch=1",
+	"serving.input_len=32768" };
+
 /*
  * Decode, 4 sequences of 8192 cached tokens (each step's query sees
  * 8193 keys): the indexer's logits read 4 x 8193 x 132 = 4,325,904 B of
@@ -228,11 +237,6 @@ Test(dsa, decode_indexer_reads_the_key_cache)
  */
 Test(dsa, prefill_mode_by_work)
 {
-	const char *short_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
-				  "serving.batch=1", "serving.input_len=4096" };
-	const char *long_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
-				 "serving.batch=1",
-				 "serving.input_len=32768" };
 	struct infer_ops o;
 	struct infer_dims d;
 	struct infer_batch b;
@@ -266,11 +270,6 @@ Test(dsa, prefill_mode_by_work)
  */
 Test(dsa, mha_prefill_builds_the_per_head_keys)
 {
-	const char *short_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
-				  "serving.batch=1", "serving.input_len=4096" };
-	const char *long_p[] = { "model=deepseek-v3.2-exp", "phase=prefill",
-				 "serving.batch=1",
-				 "serving.input_len=32768" };
 	struct infer_ops o;
 	struct infer_dims d;
 	struct infer_batch b;

@@ -8,6 +8,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "fixture.h"
+#include "moe_case.h"
 #include "models/footprint.h"
 #include "models/route.h"
 #include "models/sched.h"
@@ -356,31 +357,22 @@ Test(footprint, te_cross_entropy_keeps_the_logits_in_their_dtype)
 
 Test(footprint, moe_probs_in_activation_drop_the_fc2_output)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct diag dg;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double R = 4096 * 2, h = 1024, B = 2, before;
 
 	/* 8 experts of width 512, top-2, ep 1: R = T k = 8192 rows. With
 	 * the probabilities applied in the activation (Megatron-Core >=
 	 * 0.13) unpermute keeps nothing, and the weighted SwiGLU one fp32
 	 * probability a row: R (h B - 4) = 8192 * 2044 = 16744448 B less. */
-	arena_init(&a);
-	diag_init(&dg, stderr);
-	fixture_moe(&f, 8, 2, 512, 1);
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
-	cr_assert_eq(d.moe.rows, R);
-	before = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	f.fw.moe_probs_in_activation = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
-	assert_close(before - footprint_kind_act_B(&d, &kind, LREC_NONE),
+	moe_case_init(&m, 8, 2, 512, 1);
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.rows, R);
+	before = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.f.fw.moe_probs_in_activation = 1;
+	moe_case_dims(&m);
+	assert_close(before - footprint_kind_act_B(&m.d, &m.kind, LREC_NONE),
 		     R * (h * B - 4));
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 Test(footprint, fsdp_expert_grads_in_their_reduce_dtype)
@@ -496,12 +488,7 @@ Test(footprint, dense_first_moe_layers_counted_by_their_kind)
 
 Test(footprint, eager_expert_activation_keeps_its_products)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct diag dg;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double R = 4096 * 2, fe = 512, B = 2, fused, eager, rc_fused;
 
 	/* 8 experts of width 512, top-2, ep 1: R = 8192 rows. The eager
@@ -510,28 +497,24 @@ Test(footprint, eager_expert_activation_keeps_its_products)
 	 * 3 * 8192 * 512 * 2 = 25165824 B more a layer; recomputing
 	 * moe_act drops them with the fc2 input, so the selective
 	 * footprints are equal. */
-	arena_init(&a);
-	diag_init(&dg, stderr);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.fw.moe_probs_in_activation = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
-	cr_assert_eq(d.moe.rows, R);
-	cr_assert_eq(d.gated, 1);
-	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	d.rc_mods = 1u << RCM_MOE_ACT;
-	rc_fused = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
-	f.fw.elementwise.eager_activation = 1;
-	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(route_plan(&f.job, &d, &a, &r, &dg), 0);
-	cr_assert_eq(d.eager_act, 1);
-	eager = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.fw.moe_probs_in_activation = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.rows, R);
+	cr_assert_eq(m.d.gated, 1);
+	fused = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	rc_fused = footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE);
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.eager_act, 1);
+	eager = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
 	assert_close(eager - fused, 3 * R * fe * B);
-	d.rc_mods = 1u << RCM_MOE_ACT;
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE),
 		     rc_fused);
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 Test(footprint, eager_dense_glu_keeps_the_activation_output)
@@ -574,11 +557,7 @@ Test(footprint, eager_dense_glu_keeps_the_activation_output)
 
 Test(footprint, eager_moe_glu_keeps_the_activation_output)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double R = 4096 * 2, T = 4096, fe = 512, fs = 1024, B = 2;
 	double fused, eager, rc_fused;
 
@@ -589,33 +568,28 @@ Test(footprint, eager_moe_glu_keeps_the_activation_output)
 	 * = 4096 * 1024 * 2 = 8388608 B more a layer; recomputing moe_act
 	 * and the shared experts drops both, so those selective footprints
 	 * are equal. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.model.shared_expert_intermediate_size = 1024;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.rows, R);
-	cr_assert_eq(d.moe.shared_ffn, fs);
-	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
-	rc_fused = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
-	f.fw.elementwise.eager_activation = 1;
-	fixture_dims(&f, &a, &d, &r);
-	eager = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.model.shared_expert_intermediate_size = 1024;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.rows, R);
+	cr_assert_eq(m.d.moe.shared_ffn, fs);
+	fused = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
+	rc_fused = footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE);
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_dims(&m);
+	eager = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
 	assert_close(eager - fused, R * fe * B + T * fs * B);
-	d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+	m.d.rc_mods = 1u << RCM_MOE_ACT | 1u << RCM_SHARED_EXPERTS;
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE),
 		     rc_fused);
-	arena_release(&a);
+	moe_case_release(&m);
 }
 
 Test(footprint, clamped_glu_keeps_the_clamped_halves)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double R = 4096 * 2, fe = 512, B = 2, plain, fused, eager_plain;
 	double rc_plain;
 
@@ -625,41 +599,36 @@ Test(footprint, clamped_glu_keeps_the_clamped_halves)
 	 * B = 8192 * 1024 * 2 = 16777216 B more a layer. Eager, the
 	 * activation keeps the clamped gate instead, R fe B = 8388608 B.
 	 * Recomputing moe_act drops either. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.fw.moe_probs_in_activation = 1;
-	fixture_dims(&f, &a, &d, &r);
-	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	d.rc_mods = 1u << RCM_MOE_ACT;
-	rc_plain = footprint_kind_act_B(&d, &kind, LREC_SELECTIVE);
-	f.model.swiglu_limit = 7;
-	f.fw.elementwise.glu_clamp_kernels = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.clamp_ops, 1);
-	fused = footprint_kind_act_B(&d, &kind, LREC_NONE);
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.fw.moe_probs_in_activation = 1;
+	moe_case_dims(&m);
+	plain = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	rc_plain = footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE);
+	m.f.model.swiglu_limit = 7;
+	m.f.fw.elementwise.glu_clamp_kernels = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.clamp_ops, 1);
+	fused = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
 	assert_close(fused - plain, R * 2 * fe * B);
-	d.rc_mods = 1u << RCM_MOE_ACT;
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_SELECTIVE),
+	m.d.rc_mods = 1u << RCM_MOE_ACT;
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_SELECTIVE),
 		     rc_plain);
-	f.fw.elementwise.eager_activation = 1;
-	f.model.swiglu_limit = 0;
-	fixture_dims(&f, &a, &d, &r);
-	eager_plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	f.model.swiglu_limit = 7;
-	fixture_dims(&f, &a, &d, &r);
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE) - eager_plain,
-		     R * fe * B);
-	arena_release(&a);
+	m.f.fw.elementwise.eager_activation = 1;
+	m.f.model.swiglu_limit = 0;
+	moe_case_dims(&m);
+	eager_plain = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.f.model.swiglu_limit = 7;
+	moe_case_dims(&m);
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_NONE) -
+		     eager_plain, R * fe * B);
+	moe_case_release(&m);
 }
 
 Test(footprint, eager_glu_offset_keeps_the_shifted_linear_half)
 {
-	struct fixture f;
-	struct arena a;
-	struct layer_dims d;
-	struct route_result r;
-	struct layer_kind kind = { .moe = 1 };
+	struct moe_case m;
 	double R = 4096 * 2, fe = 512, B = 2, plain;
 
 	/* 8 experts of width 512, top-2: R = 8192 rows; eager GLU, the
@@ -667,25 +636,24 @@ Test(footprint, eager_glu_offset_keeps_the_shifted_linear_half)
 	 * offset) (quick-GEGLU, gpt-oss): MulBackward0 keeps x_linear +
 	 * offset, a new tensor, R fe B = 8192 * 512 * 2 = 8388608 B more a
 	 * layer than the same GLU without the offset. Fused: nothing more. */
-	arena_init(&a);
-	fixture_moe(&f, 8, 2, 512, 1);
-	f.model.gated_mlp = 1;
-	f.fw.moe_probs_in_activation = 0;
-	f.fw.elementwise.eager_activation = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.eager_act, 1);
-	cr_assert_eq(d.moe.glu_offset, 0);
-	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	f.model.quick_glu = 1;
-	fixture_dims(&f, &a, &d, &r);
-	cr_assert_eq(d.moe.glu_offset, 1);
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE) - plain,
+	moe_case_init(&m, 8, 2, 512, 1);
+	m.f.model.gated_mlp = 1;
+	m.f.fw.moe_probs_in_activation = 0;
+	m.f.fw.elementwise.eager_activation = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.eager_act, 1);
+	cr_assert_eq(m.d.moe.glu_offset, 0);
+	plain = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.f.model.quick_glu = 1;
+	moe_case_dims(&m);
+	cr_assert_eq(m.d.moe.glu_offset, 1);
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_NONE) - plain,
 		     R * fe * B);
-	f.fw.elementwise.eager_activation = 0;
-	fixture_dims(&f, &a, &d, &r);
-	plain = footprint_kind_act_B(&d, &kind, LREC_NONE);
-	f.model.quick_glu = 0;
-	fixture_dims(&f, &a, &d, &r);
-	assert_close(footprint_kind_act_B(&d, &kind, LREC_NONE), plain);
-	arena_release(&a);
+	m.f.fw.elementwise.eager_activation = 0;
+	moe_case_dims(&m);
+	plain = footprint_kind_act_B(&m.d, &m.kind, LREC_NONE);
+	m.f.model.quick_glu = 0;
+	moe_case_dims(&m);
+	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_NONE), plain);
+	moe_case_release(&m);
 }

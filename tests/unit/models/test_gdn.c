@@ -262,3 +262,46 @@ Test(gdn, context_parallel_all_to_alls)
 	layer_fwd(&d, &k, &fw);
 	cr_assert_null(fixture_op(&fw, "gdn_cp_q_a2a"));
 }
+
+/*
+ * DDP's hook adds of the mixer's small parameters (gdn_params), each
+ * where its gradient is final: the gated norm's weight (d_v = 128) after
+ * the norm's backward; dt_bias and A_log (H_v = 8 each) after the gate's
+ * backward, their only use (g = -exp(A_log) softplus(a + dt_bias):
+ * Megatron-LM gated_delta_net/gdn.py _compute_gates), before the
+ * l2norm's and the conv's; the conv1d weight (c W, c = 2 H_k d_k + H_v
+ * d_v = 1024 + 1024 = 2048, W 4: 8192) after the conv's backward. Each
+ * reads 6 n B and writes 4 n B (bf16 gradient, fp32 main_grad).
+ */
+Test(gdn, small_parameters_are_added_by_the_ddp_hook)
+{
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 0, 1, 0, 0 };
+	struct layer_ops o;
+	int at, conv;
+
+	gdn_fixture(&f, &d);
+	layer_bwd(&d, &k, LREC_NONE, &o);
+	cr_assert_eq(fixture_small_grad_adds(&o), 3);
+	at = fixture_op_index(&o, "gdn_gated_norm_bwd");
+	cr_assert(at >= 0);
+	fixture_assert_grad_add(&o, at + 1, "norm_grad_add", 128);
+	at = fixture_op_index(&o, "gdn_gates_bwd");
+	cr_assert(at >= 0);
+	fixture_assert_grad_add(&o, at + 1, "ssm_param_grad_add", 8);
+	fixture_assert_grad_add(&o, at + 2, "ssm_param_grad_add", 8);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "ssm_param_grad_add"), 2);
+	conv = fixture_op_index(&o, "gdn_conv1d_bwd");
+	cr_assert_gt(conv, fixture_op_index(&o, "gdn_qk_l2norm_bwd"));
+	cr_assert_gt(fixture_op_index(&o, "gdn_qk_l2norm_bwd"), at + 2);
+	fixture_assert_grad_add(&o, conv + 1, "conv1d_grad_add", 8192);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "conv1d_grad_add"), 1);
+
+	/* no main_grad buffer (wgrad_autograd): no add of any kind */
+	f.fw.wgrad_autograd = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, &k, LREC_NONE, &o);
+	cr_assert_eq(fixture_small_grad_adds(&o), 0);
+	cr_assert_eq(fixture_op_count(&o, -1, "norm_grad_add"), 0);
+}

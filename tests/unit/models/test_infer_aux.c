@@ -24,51 +24,40 @@
 
 #define Q30 "tests/data/serve/q30-h100.yaml"
 
-static struct job_spec *adp_job(struct arena *a, int aux, int prefill)
+/* The overrides of the base job (into sets, their count returned): the
+ * auxiliary stream on or off, a decode step or a 256-token prefill. */
+static size_t adp_sets(const char *sets[16], int aux, int prefill)
 {
-	const char *sets[16] = {
+	static const char *const base[] = {
 		"model=deepseek-v2-lite", "system.gpus_per_node=8",
 		"serving.engine=trtllm", "parallelism.tp=1",
 		"parallelism.dp=8", "parallelism.ep=8",
 		"parallelism.attention_dp=true", "serving.batch=64",
 	};
-	size_t n = 8;
+	size_t n;
 
+	for (n = 0; n < sizeof(base) / sizeof(*base); n++)
+		sets[n] = base[n];
 	sets[n++] = aux ? "serving.engine.moe_shared_aux_stream=true" :
 			  "serving.engine.moe_shared_aux_stream=false";
 	if (prefill) {
 		sets[n++] = "phase=prefill";
 		sets[n++] = "serving.input_len=256";
 	}
-	return fixture_load_job(a, Q30, sets, n);
+	return n;
 }
 
-/* The MoE layer's ops of a decode step of adp_job. */
-static void moe_ops(struct arena *a, int aux, struct infer_ops *o,
-		    struct infer_dims *d)
+/* The MoE layer's ops of a decode step of the base job. */
+static void moe_ops(int aux, struct infer_ops *o, struct infer_dims *d)
 {
-	struct job_spec *j = adp_job(a, aux, 0);
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct diag dg;
+	const char *sets[16];
 
-	diag_init(&dg, stderr);
-	infer_dims_from_job(j, j->system->gpu, d);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_moe_route(j, d, infer_batch_tokens(&b), a, &r,
-				     &dg), 0);
-	infer_layer_ops(d, &b, &k, &r, o);
+	fixture_infer_moe_ops(Q30, sets, adp_sets(sets, aux, 0), -1, d, o);
 }
 
 static int index_of(const struct infer_ops *o, const char *name)
 {
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
+	return fixture_infer_op_index(o, name);
 }
 
 /*
@@ -80,13 +69,11 @@ static int index_of(const struct infer_ops *o, const char *name)
  */
 Test(infer_aux, shared_experts_follow_the_allgather)
 {
-	struct arena a;
 	struct infer_ops o;
 	struct infer_dims d;
 	int disp, up, down, after;
 
-	arena_init(&a);
-	moe_ops(&a, 1, &o, &d);
+	moe_ops(1, &o, &d);
 	cr_assert(d.moe.shared_aux && d.moe.allgather && d.moe.cutlass);
 	disp = index_of(&o, "moe_dispatch");
 	up = index_of(&o, "shared_gate_up");
@@ -98,21 +85,23 @@ Test(infer_aux, shared_experts_follow_the_allgather)
 	cr_assert_lt(after, o.n);
 	cr_assert(!o.op[after].ep_free, "%s", o.op[after].name);
 	cr_assert(!o.op[disp].ep_free);
-	moe_ops(&a, 0, &o, &d);
+	moe_ops(0, &o, &d);
 	cr_assert(!d.moe.shared_aux);
 	cr_assert_lt(index_of(&o, "shared_gate_up"), index_of(&o, "router"));
 	cr_assert(!o.op[index_of(&o, "shared_gate_up")].ep_free);
-	arena_release(&a);
 }
 
 static void run(int aux, int prefill, struct infer_result *r)
 {
+	const char *sets[16];
 	struct arena a;
 	struct diag dg;
 
 	arena_init(&a);
 	diag_init(&dg, stderr);
-	cr_assert_eq(infer_run(adp_job(&a, aux, prefill), NULL, r, &dg), 0);
+	cr_assert_eq(infer_run(fixture_load_job(&a, Q30, sets,
+						adp_sets(sets, aux, prefill)),
+			       NULL, r, &dg), 0);
 	arena_release(&a);
 }
 

@@ -22,14 +22,9 @@ static const char *const A100[] = {"system=dgx-a100",
 
 static double rows_of(const char *const *extra, size_t n)
 {
-	struct arena a;
-	struct job_spec *j;
 	struct infer_dims d;
 
-	arena_init(&a);
-	j = fixture_load_job2(&a, L8, A100, 2, extra, n);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	arena_release(&a);
+	fixture_infer_dims(L8, A100, 2, extra, n, &d);
 	return d.mixed_rows;
 }
 

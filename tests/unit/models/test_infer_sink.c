@@ -19,14 +19,9 @@
 
 static double rows_of(const char *const *sets, size_t n)
 {
-	struct arena a;
-	struct job_spec *j;
 	struct infer_dims d;
 
-	arena_init(&a);
-	j = fixture_load_job(&a, OSS, sets, n);
-	infer_dims_from_job(j, j->system->gpu, &d);
-	arena_release(&a);
+	fixture_infer_dims(OSS, sets, n, NULL, 0, &d);
 	return d.sink_rows;
 }
 

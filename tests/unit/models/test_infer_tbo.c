@@ -34,16 +34,11 @@ static const char *const adp_sets[] = {
 
 /* The MoE layer's ops of the base job with TBO on or off, for a decode
  * step (phase decode) or a prefill one. */
-static void moe_ops(struct arena *a, int tbo, int prefill,
-		    struct infer_ops *o, struct infer_dims *d)
+static void moe_ops(int tbo, int prefill, struct infer_ops *o,
+		    struct infer_dims *d)
 {
 	const char *sets[16];
 	size_t n = 0, i;
-	struct job_spec *j;
-	struct infer_batch b;
-	struct infer_route r;
-	struct infer_kind k = {1, 0, 0, 0, 0, 0, 0, 0};
-	struct diag dg;
 
 	for (i = 0; i < sizeof(adp_sets) / sizeof(*adp_sets); i++)
 		sets[n++] = adp_sets[i];
@@ -53,24 +48,16 @@ static void moe_ops(struct arena *a, int tbo, int prefill,
 		sets[n++] = "phase=prefill";
 		sets[n++] = "serving.input_len=256";
 	}
-	diag_init(&dg, stderr);
-	j = fixture_load_job(a, Q30, sets, n);
-	infer_dims_from_job(j, j->system->gpu, d);
-	infer_job_batch(j, &b);
-	cr_assert_eq(infer_moe_route(j, d, infer_batch_tokens(&b), a, &r,
-				     &dg), 0);
-	infer_layer_ops(d, &b, &k, &r, o);
+	fixture_infer_moe_ops(Q30, sets, n, -1, d, o);
 }
 
+/* The index of the op named name in o; fails the test without one. */
 static int index_of(const struct infer_ops *o, const char *name)
 {
-	int i;
+	int i = fixture_infer_op_index(o, name);
 
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	cr_assert_fail("no op %s", name);
-	return -1;
+	cr_assert_geq(i, 0, "no op %s", name);
+	return i;
 }
 
 static int yields(const struct infer_ops *o)
@@ -95,13 +82,11 @@ static int yields(const struct infer_ops *o)
  */
 Test(infer_tbo, decode_stages_follow_sglang)
 {
-	struct arena a;
 	struct infer_ops o;
 	struct infer_dims d;
 	int i, attn = -1, disp, sort, sh;
 
-	arena_init(&a);
-	moe_ops(&a, 1, 0, &o, &d);
+	moe_ops(1, 0, &o, &d);
 	cr_assert(d.moe.tbo);
 	cr_assert_eq(yields(&o), 5);
 	for (i = 0; i < o.n && attn < 0; i++)
@@ -118,11 +103,10 @@ Test(infer_tbo, decode_stages_follow_sglang)
 	cr_assert(disp < sh && sh < sort);
 	cr_assert(o.op[sh].ep_free && o.op[index_of(&o, "shared_down")].ep_free);
 	cr_assert(!o.op[sort].ep_free);
-	moe_ops(&a, 0, 0, &o, &d);
+	moe_ops(0, 0, &o, &d);
 	cr_assert_eq(yields(&o), 0);
 	cr_assert_lt(index_of(&o, "shared_gate_up"), index_of(&o, "router"));
 	cr_assert(!o.op[index_of(&o, "shared_gate_up")].ep_free);
-	arena_release(&a);
 }
 
 /*
@@ -133,13 +117,11 @@ Test(infer_tbo, decode_stages_follow_sglang)
  */
 Test(infer_tbo, prefill_stages_follow_sglang)
 {
-	struct arena a;
 	struct infer_ops o;
 	struct infer_dims d;
 	int comb, sh, unp;
 
-	arena_init(&a);
-	moe_ops(&a, 1, 1, &o, &d);
+	moe_ops(1, 1, &o, &d);
 	cr_assert_eq(yields(&o), 2);
 	comb = index_of(&o, "moe_combine");
 	sh = index_of(&o, "shared_gate_up");
@@ -148,7 +130,6 @@ Test(infer_tbo, prefill_stages_follow_sglang)
 	cr_assert(o.op[sh].tbo_yield && o.op[sh].ep_free);
 	cr_assert(comb < sh && sh < unp);
 	cr_assert(!o.op[unp].ep_free);
-	arena_release(&a);
 }
 
 /* No all-to-all, no overlap: TP attention (nothing dispatched) and the

@@ -10,7 +10,6 @@
  * TP 8, a decode step of 64 sequences.
  */
 #include <criterion/criterion.h>
-#include <string.h>
 
 #include "base/arena.h"
 #include "config/spec_job.h"
@@ -90,17 +89,6 @@ static void bytes_eq(const struct infer_op *op, const char *name,
 			   name, op->write_B, write_B);
 }
 
-/* The index of the op named name in o, or -1. */
-static int index_of(const struct infer_ops *o, const char *name)
-{
-	int i;
-
-	for (i = 0; i < o->n; i++)
-		if (strcmp(o->op[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
 /*
  * A dense layer with the temperature (kind.temperature) on TensorRT-LLM
  * (trtllm.yaml attn_temperature eager), 64 decode tokens at TP 8: q =
@@ -140,10 +128,10 @@ Test(infer_temp, trtllm_runs_ten_eager_kernels)
 	infer_job_batch(j, &b);
 	infer_layer_ops(&d, &b, &plain, NULL, &o);
 	n = o.n;
-	cr_assert_eq(index_of(&o, "qkv_concat"), -1);
+	cr_assert_eq(fixture_infer_op_index(&o, "qkv_concat"), -1);
 	infer_layer_ops(&d, &b, &temp, NULL, &o);
 	cr_assert_eq(o.n, n + 10);
-	q = index_of(&o, "qkv");
+	q = fixture_infer_op_index(&o, "qkv");
 	cr_assert_geq(q, 0);
 	for (i = 0; i < 7; i++)
 		bytes_eq(&o.op[q + 1 + i], pos[i], 256, 256);
@@ -159,6 +147,6 @@ Test(infer_temp, trtllm_runs_ten_eager_kernels)
 	n = o.n;
 	infer_layer_ops(&d, &b, &temp, NULL, &o);
 	cr_assert_eq(o.n, n);
-	cr_assert_eq(index_of(&o, "temp_q_scale"), -1);
+	cr_assert_eq(fixture_infer_op_index(&o, "temp_q_scale"), -1);
 	arena_release(&a);
 }

@@ -27,6 +27,21 @@ static const struct job_spec *nano(struct arena *a, const char *const *sets,
 	return fixture_load_job(a, NANO, sets, n);
 }
 
+/* One Mamba-2 mixer layer of nano in bf16 without recompute: its
+ * dimensions in d and an empty op list (in a) for layer_fwd / layer_bwd. */
+static struct layer_ops *nano_layer(struct arena *a, struct layer_dims *d)
+{
+	static const char *const sets[] = {
+		"training.dtype=bf16", "training.recompute=none",
+	};
+	struct layer_ops *o;
+
+	layer_dims_from_job(nano(a, sets, 2), d);
+	o = arena_alloc(a, sizeof(*o));
+	cr_assert_not_null(o);
+	return o;
+}
+
 /*
  * h 2688, H 64 heads of P 64 (d_inner 4096), N 128, G 8, Q 128, T 8192
  * tokens, t 1. in_proj outputs w = 2 d_inner + 2 G N + H = 8192 + 2048 +
@@ -43,20 +58,13 @@ static const struct job_spec *nano(struct arena *a, const char *const *sets,
  */
 Test(mamba, layer_flops_forward_and_backward)
 {
-	static const char *const sets[] = {
-		"training.dtype=bf16", "training.recompute=none",
-	};
 	struct arena a;
-	const struct job_spec *j;
 	struct layer_dims d;
 	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA, 0 };
 	struct layer_ops *o;
 
 	arena_init(&a);
-	j = nano(&a, sets, 2);
-	o = arena_alloc(&a, sizeof(*o));
-	cr_assert_not_null(o);
-	layer_dims_from_job(j, &d);
+	o = nano_layer(&a, &d);
 	cr_assert_eq(d.batch * d.seq, 8192);
 	layer_fwd(&d, &k, o);
 	fixture_assert_close(layer_ops_flops(o, PASS_FWD), 662096052224.0);
@@ -66,6 +74,60 @@ Test(mamba, layer_flops_forward_and_backward)
 	cr_assert_geq(fixture_op_index(o, "ssd_chunk_scan"), 0);
 	layer_bwd(&d, &k, LREC_NONE, o);
 	fixture_assert_close(layer_ops_flops(o, PASS_BWD), 1343519457280.0);
+	arena_release(&a);
+}
+
+/*
+ * DDP's hook adds of the mixer's small parameters: the gated norm's
+ * weight (d_inner = 4096) after the norm's backward; the conv1d weight
+ * (c K, c = d_inner + 2 G N = 4096 + 2 x 8 x 128 = 6144, K 4: 24,576)
+ * and bias (6144), then A_log, D and dt_bias (H = 64 each), all after
+ * the conv's backward, which follows the scan's: Megatron-LM's mixer
+ * passes the five into the one autograd Function
+ * mamba_split_conv1d_scan_combined, whose backward returns their
+ * gradients together, the conv's backward last. The input norm's weight
+ * (RMSNorm, h 2688) after norm1's backward. Each add reads 6 n B and
+ * writes 4 n B (bf16 gradient, an fp32 main_grad set on the dimensions).
+ */
+Test(mamba, small_parameters_are_added_by_the_ddp_hook)
+{
+	struct arena a;
+	struct layer_dims d;
+	struct layer_kind k = { 0, 0, 0, 0, BLOCK_MAMBA, 0 };
+	struct layer_ops *o;
+	int at, scan;
+
+	arena_init(&a);
+	o = nano_layer(&a, &d);
+	cr_assert_eq(d.act_B, 2);
+	cr_assert_eq(d.norm_tensors, 1);
+	d.grad_B = 4;	/* an fp32 main_grad, whatever the job's framework */
+	layer_bwd(&d, &k, LREC_NONE, o);
+	cr_assert_eq(fixture_small_grad_adds(o), 5);
+	cr_assert_eq(fixture_op_count(o, PASS_BWD, "norm_grad_add"), 2);
+	at = fixture_op_index(o, "mamba_norm_bwd");
+	cr_assert(at >= 0);
+	fixture_assert_grad_add(o, at + 1, "norm_grad_add", 4096);
+	at = fixture_op_index(o, "mamba_conv1d_bwd");
+	scan = fixture_op_index(o, "ssd_cumsum_bwd");
+	cr_assert(scan >= 0 && at > scan, "conv %d, scan %d", at, scan);
+	fixture_assert_grad_add(o, at + 1, "conv1d_grad_add", 24576);
+	fixture_assert_grad_add(o, at + 2, "conv1d_grad_add", 6144);
+	fixture_assert_grad_add(o, at + 3, "ssm_param_grad_add", 64);
+	fixture_assert_grad_add(o, at + 4, "ssm_param_grad_add", 64);
+	fixture_assert_grad_add(o, at + 5, "ssm_param_grad_add", 64);
+	cr_assert_eq(fixture_op_count(o, PASS_BWD, "ssm_param_grad_add"), 3);
+	at = fixture_op_index(o, "norm1_bwd");
+	cr_assert(at >= 0);
+	fixture_assert_grad_add(o, at + 1, "norm_grad_add", 2688);
+
+	/* torch FSDP's flat gradients (fused accumulation, fsdp_n > 0):
+	 * no add of any kind */
+	d.fsdp_n = 8;
+	d.unfused_grad_acc = 0;
+	layer_bwd(&d, &k, LREC_NONE, o);
+	cr_assert_eq(fixture_small_grad_adds(o), 0);
+	cr_assert_eq(fixture_op_count(o, -1, "norm_grad_add"), 0);
 	arena_release(&a);
 }
 

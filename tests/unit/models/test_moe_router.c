@@ -67,15 +67,13 @@ Test(moe, fp32_router_backward_casts_around_its_gemms)
 
 	/* torch.mm in the router dtype (no TE): no cast charged */
 	m.f.fw.router_gemm_te = 0;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	for (i = 0; i < 4; i++)
 		cr_assert_null(fixture_op(&m.o, casts[i]));
 	/* a bf16 router: .to() is a no-op */
 	m.f.fw.router_gemm_te = 1;
 	m.f.job.moe.router_dtype = DTYPE_BF16;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	for (i = 0; i < 4; i++)
 		cr_assert_null(fixture_op(&m.o, casts[i]));
 	cr_assert_not_null(fixture_op(&m.o, "router_dgrad"));
@@ -125,8 +123,7 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 
 	/* a bf16 router: the logits' gradients at 2 B */
 	m.f.job.moe.router_dtype = DTYPE_BF16;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	c = fixture_op(&m.o, "router_aux_bwd");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.read_B, 393216, 1e-6);
@@ -134,8 +131,7 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 
 	/* not set: nothing */
 	m.f.fw.host.router_bwd_ops = 0;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
 	moe_case_release(&m);
 }
@@ -156,7 +152,6 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
 {
 	struct moe_case m;
-	const struct layer_op *c;
 	int at;
 
 	moe_case_init(&m, 8, 2, 512, 2);
@@ -164,45 +159,30 @@ Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
 	m.f.job.moe.router_dtype = DTYPE_FP32;
 	m.f.fw.router_gemm_te = 1;
 	cr_assert(m.f.job.training.gradient_accumulation_fusion);
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	at = fixture_op_index(&m.o, "router_wgrad_cast");
 	cr_assert(at >= 0);
-	c = &m.o.op[at + 1];
-	cr_assert_str_eq(c->name, "main_grad_add");
-	cr_assert_eq(c->pass, PASS_BWD);
-	cr_assert_float_eq(c->k.read_B, 49152, 1e-6);
-	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
-	cr_assert_float_eq(c->k.vec_flops, 8192, 1e-6);
+	fixture_assert_grad_add(&m.o, at + 1, "main_grad_add", 8192);
 	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
 
 	/* an fp32 router without TE's router GEMM (no cast op; its wgrad
 	 * GEMM's dtype is fp32): the gradient is still the bf16 weight's,
 	 * 8192 x (2 + 4) = 49152 B read, not 8192 x (4 + 4) = 65536 B */
 	m.f.fw.router_gemm_te = 0;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
-	at = fixture_op_index(&m.o, "main_grad_add");
-	cr_assert(at >= 0);
-	c = &m.o.op[at];
-	cr_assert_float_eq(c->k.read_B, 49152, 1e-6, "%g", c->k.read_B);
-	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+	moe_case_fwd_bwd(&m);
+	fixture_assert_grad_add(&m.o, fixture_op_index(&m.o,
+				"main_grad_add"), "main_grad_add", 8192);
 	m.f.fw.router_gemm_te = 1;
 
 	m.f.job.moe.router_dtype = DTYPE_BF16;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	at = fixture_op_index(&m.o, "router_wgrad");
 	cr_assert(at >= 0);
-	c = &m.o.op[at + 1];
-	cr_assert_str_eq(c->name, "main_grad_add");
-	cr_assert_float_eq(c->k.read_B, 49152, 1e-6);
-	cr_assert_float_eq(c->k.write_B, 32768, 1e-6);
+	fixture_assert_grad_add(&m.o, at + 1, "main_grad_add", 8192);
 	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
 
 	m.f.fw.wgrad_autograd = 1;
-	moe_case_fwd(&m);
-	moe_case_bwd(&m);
+	moe_case_fwd_bwd(&m);
 	at = fixture_op_index(&m.o, "router_wgrad");
 	cr_assert(at >= 0);
 	cr_assert(at + 1 >= m.o.n ||

@@ -266,3 +266,59 @@ Test(layer, norm_parameters_are_added_by_the_ddp_hook)
 	layer_bwd(&d, NULL, LREC_NONE, &o);
 	cr_assert_eq(named(&o, "norm_grad_add", &n), 0);
 }
+
+/*
+ * Biases as their own kernels (bias_kernels) also have plain gradients
+ * (TE returns grad_bias; the accumulation fusion reaches only the weight),
+ * so DDP's hook adds each into main_grad right after its gradient
+ * (layer_ops.c lop_bias, lop_param_grad_add). The fixture's GPT layer (h
+ * 1024, 16 heads of 64, MHA, ungated MLP f = 4h, tp 1): fc2's (h = 1024
+ * elements), fc1's (f = 4096), proj's (h = 1024) and qkv's (q + k + v =
+ * 3 x 1024 = 3072): 4 adds of 6 n B read, 4 n B written.
+ */
+Test(layer, bias_parameters_are_added_by_the_ddp_hook)
+{
+	static const struct {
+		const char *grad;
+		double n;
+	} want[] = {
+		{ "fc2_bias_grad", 1024 }, { "fc1_bias_grad", 4096 },
+		{ "proj_bias_grad", 1024 }, { "qkv_bias_grad", 3072 },
+	};
+	struct fixture f;
+	struct layer_dims d;
+	struct layer_ops o;
+	size_t i;
+	int at;
+
+	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
+	f.model.attention_bias = 1;
+	f.fw.elementwise.bias_kernels = 1;
+	layer_dims_from_job(&f.job, &d);
+	cr_assert_eq(d.bias_kernels, 1);
+	cr_assert_eq(d.act_B, 2);
+	cr_assert_eq(d.grad_B, 4);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "bias_grad_add"), 4);
+	cr_assert_eq(fixture_small_grad_adds(&o), 4);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		at = fixture_op_index(&o, want[i].grad);
+		cr_assert(at >= 0, "no %s", want[i].grad);
+		fixture_assert_grad_add(&o, at + 1, "bias_grad_add",
+					want[i].n);
+	}
+
+	/* biases in the GEMM epilogue (no bias kernels): no bias add */
+	f.fw.elementwise.bias_kernels = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(fixture_op_count(&o, -1, "bias_grad_add"), 0);
+
+	/* no main_grad buffer (wgrad_autograd): none either */
+	f.fw.elementwise.bias_kernels = 1;
+	f.fw.wgrad_autograd = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert(fixture_op_index(&o, "qkv_bias_grad") >= 0);
+	cr_assert_eq(fixture_small_grad_adds(&o), 0);
+}
