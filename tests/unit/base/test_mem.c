@@ -160,3 +160,47 @@ Test(mem, a_forked_child_allocates_past_the_parents_heap)
 	mem_free(top);
 }
 #endif
+
+#if defined(__linux__) && defined(__GLIBC__)
+/* The same where the free space is in pieces: 256 blocks of 64 KiB freed
+ * between live ones (256 pieces of 64 KiB + a 16 B header, 16 MiB in
+ * all, none adjacent to another). mem_after_fork must claim every piece:
+ * halving from the free total after each piece found, 64 tries in all,
+ * claimed ~8 (each piece cost ~8 tries: 16 MiB down to 64 KiB), and the
+ * child's 64 blocks of 48 KiB (each fits a piece, first fit) landed in
+ * the other 248. Every one of them must come from past the heap's end as
+ * it was at the fork. */
+Test(mem, a_forked_child_claims_every_free_piece)
+{
+	enum { N = 256, M = 64 };
+	void *blk[2 * N];
+	int i, st;
+	pid_t pid;
+
+	for (i = 0; i < 2 * N; i++) {
+		blk[i] = mem_alloc(64 * 1024);
+		cr_assert_not_null(blk[i]);
+	}
+	for (i = 0; i < 2 * N; i += 2)	/* every other one: apart */
+		mem_free(blk[i]);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		uintptr_t end = (uintptr_t)sbrk(0);
+		int below = 0;
+
+		mem_after_fork();
+		for (i = 0; i < M; i++) {
+			void *p = mem_alloc(48 * 1024);
+
+			below += !p || (uintptr_t)p < end;
+		}
+		_exit(below == 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "a child's block came from a piece of the parent's free heap");
+	for (i = 1; i < 2 * N; i += 2)
+		mem_free(blk[i]);
+}
+#endif
