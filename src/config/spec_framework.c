@@ -764,6 +764,16 @@ static int framework_check(void *obj, const struct schema_at *at,
 
 	if (per_token_loss_check(f, at, d) != 0)
 		return -1;
+	if (f->device_max_connections == 0) {
+		const struct cnode *c = at->map ?
+			cnode_get(at->map, "device_max_connections") : NULL;
+
+		cnode_error(d, c ? c : at->map, "'%s%sdevice_max_connections' "
+			    "0 is not a CUDA value (CUDA_DEVICE_MAX_CONNECTIONS "
+			    "takes 1 to 32; -1 = Megatron's launcher rule)",
+			    at->path ? at->path : "", at->path ? "." : "");
+		return -1;
+	}
 	if (!a || gpu_arch_vendor(a) >= 0)
 		return 0;
 	cnode_error(d, v ? v : e ? e : at->map, "'%s%selementwise."
