@@ -418,13 +418,17 @@ static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 
 /* One connection (train_queue.c): the all-gather of bucket g->b on rank
  * r, launched from the forward pre-hook of the unit that issues it (as
- * gather_on_ep_queue places it), starts no earlier than the unit before
- * it (the kernel launched before it, to within that kernel), and the
- * unit's first tasks wait for its start, mark. */
+ * gather_on_ep_queue places it, at the bucket's own unit where dense
+ * and expert collectives share one queue, so no gather waits on itself),
+ * starts no earlier than the unit before it (the kernel launched before
+ * it, to within that kernel), and the unit's first tasks wait for its
+ * start, mark. An expert bucket's gather is marked at its unit's start,
+ * not after the dispatch as gather_on_ep_queue launches it [?]. */
 static int gather_launch(struct train *t, const struct gather_arg *g,
 			 uint32_t r, task_id mark)
 {
-	const struct bucket *at = g->prev ? g->prev : g->b;
+	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
+	const struct bucket *at = prev ? prev : g->b;
 	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
 	int64_t u = units - 1 - at->u1;
 
