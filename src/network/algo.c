@@ -634,6 +634,7 @@ static void ring_ll_channel(struct algo_ctx *x, double bus_B)
 	    x->g.nnodes != 1 || !(x->floor.chan_Bps > 0) || !(s > 0))
 		return;
 	x->t_chan_s = bus_B / (x->floor.chan_Bps * s / (s + 1));
+	x->t_chan_all = 1;
 }
 
 static void setup(struct algo_ctx *x)

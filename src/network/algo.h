@@ -67,6 +67,7 @@ struct algo_ctx {
 	double t_min_s;			/* s, bandwidth-time floor from max_busbw; 0 = none */
 	double t_real_s;		/* s, the same from sustained_busbw (unseen by the choice) */
 	double t_chan_s;		/* s, the same for one channel at channel_busbw; 0 = none */
+	int t_chan_all;			/* t_chan_s bounds every running channel, cut or not (ring_ll_channel) */
 	double phys_s[3];		/* s, longest path latency per transport, this phase */
 	int seen[3];			/* transports crossed in this phase */
 	int select_view;		/* hops as the library's tuner sees them (select_hop_*) */

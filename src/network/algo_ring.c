@@ -284,6 +284,7 @@ static int channels(struct algo_ctx *x, struct plan *p, int tree,
 	x->pipe.chan_min_B = x->as->channel_min_B.b[x->proto] +
 			     x->g.p * x->as->channel_min_rank_B.b[x->proto];
 	x->pipe.chan_t_s = x->t_chan_s;
+	x->pipe.chan_all = x->t_chan_all;
 	x->pipe.chan_max = ch.K > 1 ? ch.K : (double)(x->g.nnodes > 1 ?
 			   x->lib->kernel_units.scale_out :
 			   x->lib->kernel_units.scale_up);

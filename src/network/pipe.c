@@ -63,9 +63,9 @@
  *             rate <= V / (f S / min(B_caps, nc r))
  *         (m may grow with the ranks: NCCL's ring LL threshold is
  *         8 B x nRanks a thread, so m = m0 + p m1). Without a cut
- *         (m = 0) all K channels run (nc = K) where the algorithm gives
- *         its channel count (rings and trees), and r still bounds them
- *         (a ring LL channel's rate: algo.c ring_ll_channel).
+ *         (m = 0) all K channels run (nc = K) and r still bounds them
+ *         where r is the channel's own rate (algo.c ring_ll_channel,
+ *         chan_all); the library's channel_busbw binds cut channels only.
  *   floor where a channel's chunks pass its stages one after another
  *         at a serial cost (the library's chunk_time t_c per chunk,
  *         all stages: NCCL NVLS's scatter and gather warps copy one
@@ -396,9 +396,10 @@ double pipe_bound_Bps(const struct pipe *pp, double volume_B,
 	}
 	if ((c = peer_send_bound(pp, size_B)) > 0)
 		b = b > 0 && b < c ? b : c;
-	/* no channel rate, or no cut and no channel count (p2p, direct) */
+	/* no channel rate, or no cut and not a rate of its own for every
+	 * channel (the library's channel_busbw binds only cut channels) */
 	if (!(pp->chan_t_s > 0) ||
-	    (!(pp->chan_min_B > 0) && !(pp->chan_max > 0)))
+	    (!(pp->chan_min_B > 0) && !(pp->chan_all && pp->chan_max > 0)))
 		return floor_bound(pp, volume_B, b * share, size_B);
 	/* the flow's part of nc channels, each at most 1 / chan_t_s */
 	c = volume_B * pipe_chan_count(pp, size_B) / pp->chan_t_s;

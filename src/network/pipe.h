@@ -42,6 +42,7 @@ struct pipe {
 	double chan_min_B;		/* B of the collective per channel before one more runs; 0 = all run */
 	double chan_t_s;		/* s per plan byte for one running channel alone; 0 = the caps' share */
 	double chan_max;		/* the library's channels (with chan_t_s); 0 = no limit */
+	int chan_all;			/* chan_t_s bounds the channels without a cut too (a ring LL channel's own rate) */
 	double chunk_s;			/* s, a channel's serial time per chunk in a loop; 0 = none */
 	double chan_chunks;		/* chunks one channel handles per loop (with chunk_s) */
 	double plan_B;			/* B of the collective the plan's volumes are for (with chunk_s) */
