@@ -360,6 +360,22 @@ struct gather_arg {
 	int64_t s;
 };
 
+/* Where bucket g->b's all-gather is issued: one bucket ahead, from the
+ * previous bucket's first unit, or at its own first unit where dense and
+ * expert collectives share one FIFO (issue order must be the FIFO's: a
+ * gather anchored ahead on one queue and at its own unit on the other
+ * would wait for itself). Returns the anchor bucket, *u its unit. */
+static const struct bucket *gather_anchor(struct train *t,
+					  const struct gather_arg *g,
+					  int64_t *u)
+{
+	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
+	const struct bucket *at = prev ? prev : g->b;
+
+	*u = train_units(t, train_vs(t, g->s, at->chunk)) - 1 - at->u1;
+	return at;
+}
+
 /* On the expert-parallel stream's queue, the all-gather of bucket g->b
  * on rank r is issued where Megatron-Core issues it: one bucket ahead,
  * from the forward pre-hook of the previous bucket's first module (its
@@ -370,16 +386,12 @@ struct gather_arg {
 static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
 			      uint32_t r, task_id ag)
 {
-	/* both kinds on one FIFO: in bucket order, each before its own
-	 * first unit (issue order must be the FIFO's) */
-	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
-	const struct bucket *at = prev ? prev : g->b;
-	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
-	int64_t u = units - 1 - at->u1;
+	int64_t u;
+	const struct bucket *at = gather_anchor(t, g, &u);
 	const struct unit_rec *rec = train_unit(t, r, at->fact, u);
 	task_id before, after;
 
-	if (prev && g->b->experts && rec->ep_first != rec->ep_last) {
+	if (at != g->b && g->b->experts && rec->ep_first != rec->ep_last) {
 		before = rec->ep_first;
 		after = rec->ep_last;
 	} else {
@@ -405,10 +417,8 @@ static int gather_on_ep_queue(struct train *t, const struct gather_arg *g,
 static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 				uint32_t r, task_id ag)
 {
-	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
-	const struct bucket *at = prev ? prev : g->b;
-	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
-	int64_t u = units - 1 - at->u1;
+	int64_t u;
+	const struct bucket *at = gather_anchor(t, g, &u);
 
 	if (train_dep(t, train_xg_before(t, g->s, r, at->fact, u), ag) != 0 ||
 	    train_dep(t, ag, train_xg_from(t, g->s, r, at->fact, u)) != 0)
@@ -427,10 +437,8 @@ static int gather_on_gemm_queue(struct train *t, const struct gather_arg *g,
 static int gather_launch(struct train *t, const struct gather_arg *g,
 			 uint32_t r, task_id mark)
 {
-	const struct bucket *prev = train_queue_dp_edp(t->job) ? NULL : g->prev;
-	const struct bucket *at = prev ? prev : g->b;
-	int64_t units = train_units(t, train_vs(t, g->s, at->chunk));
-	int64_t u = units - 1 - at->u1;
+	int64_t u;
+	const struct bucket *at = gather_anchor(t, g, &u);
 
 	if (u > 0 && train_dep(t, train_unit(t, r, at->fact, u - 1)->last,
 			       mark) != 0)
