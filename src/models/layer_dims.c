@@ -317,7 +317,7 @@ static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct model_spec *m = j->model;
 	int64_t n = j->parallelism.dp * j->parallelism.cp;
 	double mb = (double)job_microbatches(j);
-	int layernorm = m->norm == NORM_LAYER;
+	int layernorm = model_norm_tensors(m) == 2;
 
 	if (j->training.zero_stage < 3 || !j->framework->fsdp_grad_passes ||
 	    n < 1)
@@ -348,7 +348,7 @@ static void fsdp2_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct model_spec *m = j->model;
 	const struct parallel_spec *p = &j->parallelism;
 	struct layer_kind moe = { .moe = 1 };
-	int layernorm = m->norm == NORM_LAYER, rdt;
+	int layernorm = model_norm_tensors(m) == 2, rdt;
 	double dense, experts;
 
 	if (j->training.zero_stage < 3 || !j->framework->fsdp2_copy_passes ||
@@ -425,7 +425,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 				 d->attn_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
-	d->norm_tensors = m->norm == NORM_LAYER ? 2 : 1;
+	d->norm_tensors = model_norm_tensors(m);
 	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */
 	d->eager_norm = j->framework->elementwise.eager_norm == 1 &&
 			m->norm != NORM_LAYER;
@@ -440,8 +440,10 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->complex_rope = j->framework->elementwise.complex_rope == 1;
 	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
 		       d->gated;
-	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
-			  m->attention_bias;
+	/* the attention's biases follow attention_bias, fc1's and fc2's
+	 * mlp_bias (Qwen2Attention: q/k/v bias=True, Qwen2MLP none) */
+	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 ?
+			  layer_bias_of(m) : 0;
 	d->qk_norm = m->qk_layernorm == 1 && !model_is_mla(m);
 	d->expert_casts = is_mx(dt) &&
 			  j->framework->elementwise.per_expert_quantize == 1 ?
