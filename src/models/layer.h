@@ -116,7 +116,7 @@ struct moe_dims {
 				 * the top-k's (framework host data) */
 	int aux_group;		/* enum layout_group the aux loss's counts
 				 * are all-reduced over each forward; -1:
-				 * none (framework moe_aux_loss_reduction,
+				 * none (framework moe_router_load_balancing_type,
 				 * moe_router.c) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
 				 * preprocessing (framework host data; the

@@ -173,18 +173,21 @@ static double stash_row_B(const struct layer_dims *d)
 
 /* The routed experts' shapes; route.c fills the routing. */
 /* The group the router's aux loss all-reduces its token counts over
- * (framework moe_aux_loss_reduction; moe_router.c), or -1: none, in
- * inference, under a fixed gate (no router), or when the group is one
- * GPU (Megatron-Core's _reduce returns a one-rank group's input). */
+ * (framework moe_router_load_balancing_type; moe_router.c), or -1: none,
+ * with no aux loss, in inference, under a fixed gate (no router), or when
+ * the group is one GPU (Megatron-Core's _reduce returns a one-rank
+ * group's input). aux_loss and seq_aux_loss reduce over tp x cp,
+ * global_aux_loss over tp x dp x cp (router.py _apply_aux_loss,
+ * _apply_seq_aux_loss, _apply_global_aux_loss @ Megatron-LM d98e8a64dd). */
 static int aux_group(const struct job_spec *j, const struct moe_dims *e)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int r = j->framework->moe_aux_loss_reduction;
-	int64_t n = p->tp * p->cp * (r == AMAX_STAGE ? p->dp : 1);
+	int t = j->framework->moe_lb_type;
+	int64_t n = p->tp * p->cp * (t == MOE_LB_GLOBAL_AUX ? p->dp : 1);
 
-	if (r == AMAX_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
+	if (t == MOE_LB_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
 		return -1;
-	return r == AMAX_TP_CP ? LG_TPCP : LG_STAGE;
+	return t == MOE_LB_GLOBAL_AUX ? LG_STAGE : LG_TPCP;
 }
 
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
@@ -193,6 +196,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct parallel_spec *p = &j->parallelism;
 	const struct moe_job_spec *mj = &j->moe;
 	struct moe_dims *e = &d->moe;
+	int aux;
 
 	if (!model_is_moe(m))
 		return;
@@ -253,8 +257,11 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 			 ep_row_bytes(mj->dispatcher, moe_row_width(d),
 				      e->dispatch_dt,
 				      0) : 0;
-	e->router_ops = (double)j->framework->host.router_ops;
-	e->router_bwd_ops = (double)j->framework->host.router_bwd_ops;
+	/* the aux loss's ops only with one (moe_router_load_balancing_type) */
+	aux = j->framework->moe_lb_type != MOE_LB_NONE;
+	e->router_ops = (double)(j->framework->host.router_ops +
+				 (aux ? j->framework->host.router_aux_ops : 0));
+	e->router_bwd_ops = aux ? (double)j->framework->host.router_bwd_ops : 0;
 	e->aux_group = aux_group(j, e);
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
 	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
