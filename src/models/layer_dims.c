@@ -171,7 +171,6 @@ static double stash_row_B(const struct layer_dims *d)
 	       dtype_bytes(DTYPE_FP32) + f * d->lowp_B;
 }
 
-/* The routed experts' shapes; route.c fills the routing. */
 /* The group the router's aux loss all-reduces its token counts over
  * (framework moe_router_load_balancing_type; moe_router.c), or -1: none,
  * with no aux loss, in inference, under a fixed gate (no router), or when
@@ -190,6 +189,7 @@ static int aux_group(const struct job_spec *j, const struct moe_dims *e)
 	return t == MOE_LB_GLOBAL_AUX ? LG_STAGE : LG_TPCP;
 }
 
+/* The routed experts' shapes; route.c fills the routing. */
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
@@ -257,8 +257,9 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 			 ep_row_bytes(mj->dispatcher, moe_row_width(d),
 				      e->dispatch_dt,
 				      0) : 0;
-	/* the aux loss's ops only with one (moe_router_load_balancing_type) */
-	aux = j->framework->moe_lb_type != MOE_LB_NONE;
+	/* the aux loss's ops only with one (moe_router_load_balancing_type),
+	 * and only in training: inference computes no loss */
+	aux = j->framework->moe_lb_type != MOE_LB_NONE && !job_is_inference(j);
 	e->router_ops = (double)(j->framework->host.router_ops +
 				 (aux ? j->framework->host.router_aux_ops : 0));
 	e->router_bwd_ops = aux ? (double)j->framework->host.router_bwd_ops : 0;
