@@ -10,8 +10,10 @@
 # SYSTEM: the system the fit predicts on; MINBYTES: rows from this size
 # (whole buffer), where the reduce's rate is most of an NVLS time; TABLE:
 # results/reference/collectives/*.yaml all-reduce tables (each imported on
-# its own system). Writes its database and calibration file under
-# ${TMPDIR:-/tmp}.
+# its own system). START (default 400 GB/s) must lie below the link bound
+# (~475 GB/s on 8 B200s), where the reduce rate binds: from above, the
+# parameter moves no prediction and calibrate exits 2. Writes its database
+# and calibration file under ${TMPDIR:-/tmp}.
 set -eu
 sys=$1 min=$2
 shift 2
@@ -22,19 +24,7 @@ db=$tmp/fit.db
 n=0
 for t in "$@"; do
 	tsys=$(sed -n 's/^system: *//p' "$t" | sed 's/ *#.*//')
-	python3 scripts/coll-table-jsonl.py "$t" | python3 -c '
-import json, sys
-mn = int(sys.argv[1]); out = []; n = 0
-for l in sys.stdin:
-    o = json.loads(l)
-    if o["type"] == "point":
-        if o["bytes"] < mn:
-            continue
-        n += 1
-    if o["type"] == "end":
-        o["points"] = n
-    out.append(json.dumps(o))
-print("\n".join(out))' "$min" > "$tmp/t.jsonl"
+	python3 scripts/coll-table-jsonl.py "$t" --min-bytes "$min" > "$tmp/t.jsonl"
 	"$llmsim" measure --import "$tmp/t.jsonl" --system "$tsys" \
 		--db "$db" >/dev/null
 	n=$((n + 1))
@@ -42,6 +32,6 @@ print("\n".join(out))' "$min" > "$tmp/t.jsonl"
 done
 "$llmsim" calibrate --db "$db" --run "$(seq -s, 1 "$n")" --system "$sys" \
 	--params scale_up.reduction_bandwidth \
-	--start scale_up.reduction_bandwidth="${START:-500GB/s}" \
+	--start scale_up.reduction_bandwidth="${START:-400GB/s}" \
 	--folds "${FOLDS:-5}" -o "$tmp/calibrated.yaml"
 echo "database $db, calibration file $tmp/calibrated.yaml"
