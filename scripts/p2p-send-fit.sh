@@ -11,7 +11,8 @@
 # a100 ...); SYSTEM: the system the fit predicts on. PARAMS (default
 # gpu.p2p_channel_send,gpu.p2p_launch): the keys fitted, started at 20 GB/s
 # and 8.4 us (NCCL's Simple p2p base) whatever SYSTEM's GPU holds (a system
-# file written beside the database). Rows >= 1 KiB (the rows validate
+# file written beside the database); gpu.p2p_gpu_send (all of a GPU's
+# channels together, round 52) starts at 300 GB/s, below the links. Rows >= 1 KiB (the rows validate
 # scores; the send rate moves only the Simple ones); SIMPLE=1: only the
 # Simple rows, more than 16 KiB a peer (>= ranks x 32 KiB; NCCL_P2P_LL_
 # THRESHOLD, nccl.yaml peer_max_bytes), as the Hopper rate was fitted
@@ -30,6 +31,7 @@ db=$tmp/fit.db
 	case ,$params, in *,gpu.p2p_channel_send,*) echo '  p2p_channel_send: 20 GB/s' ;; esac
 	case ,$params, in *,gpu.p2p_launch,*) echo '  p2p_launch: 8.4 us' ;; esac
 	case ,$params, in *,gpu.p2p_peer,*) echo '  p2p_peer: 0.2 us' ;; esac
+	case ,$params, in *,gpu.p2p_gpu_send,*) echo '  p2p_gpu_send: 300 GB/s' ;; esac
 } >"$tmp/start.yaml"
 n=0
 for t in results/reference/collectives/aic-nccl*-"$gpu"-alltoall-*g.yaml; do

@@ -577,6 +577,14 @@ static const struct schema_field gpu_fields[] = {
 		  "of the collective library's point-to-point kernel on this "
 		  "GPU (an all-to-all over p ranks: p - 2 more); absent = "
 		  "nothing" },
+	{ .key = "p2p_gpu_send", .type = ST_BANDWIDTH,
+	  .offset = OFF(p2p_gpu_send_Bps), .min = MIN_MEM_BPS,
+	  .max = 1e13, .flags = SF_OPTIONAL | SF_FIT,
+	  .help = "bytes per second all of one GPU's point-to-point "
+		  "channels send together to the other GPUs of its node "
+		  "(NCCL's p2p Simple all-to-all: every peer's sends at "
+		  "once); a send to one peer runs at most its share of it; "
+		  "absent = the channels and links alone bound the sends" },
 	{ .key = "kernel_launch_graph", .type = ST_TIME,
 	  .offset = OFF(kernel_launch_graph_s), .flags = SF_OPTIONAL, .max = 1e-3,
 	  .help = "per-kernel overhead when replayed from a captured CUDA/HIP "

@@ -267,6 +267,9 @@ struct gpu_spec {
 	double p2p_peer_s;			/* s, what each peer beyond the first adds to that
 						 * kernel's fixed cost (its send and receive
 						 * tasks); 0 = nothing */
+	double p2p_gpu_send_Bps;		/* B/s, all of the GPU's p2p channels' sends
+						 * to the other GPUs of its node together
+						 * (network/pipe.c "p2p"); 0 = no bound */
 	double collective_launch_s;		/* s, fixed cost of a collective library's LL
 						 * ring kernel on this GPU before its first step
 						 * (launch, first flag exchange); 0 = the

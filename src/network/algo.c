@@ -71,7 +71,7 @@ static void p2p_pipe(struct algo_ctx *x)
 	const struct coll_pipe_spec *ring =
 		&x->lib->algo[ALGO_RING].pipe[PROTO_SIMPLE];
 	uint32_t P = x->g.p, i, j;
-	double K, k0, most = 0, row_most = 0, row, b;
+	double K, k0, most = 0, row_most = 0, out_most = 0, row, out, b;
 
 	algo_pipe(x, (struct pipe_shape){ 1, 1, 1, 0 }, 1);
 	if (!(x->pipe.chan_chunks > 0) || P < 2)
@@ -80,19 +80,30 @@ static void p2p_pipe(struct algo_ctx *x)
 	for (k0 = K; k0 * P > K && k0 > 1; k0 /= 2)
 		;
 	for (i = 0; i < P; i++) {
-		row = 0;
+		row = out = 0;
 		for (j = 0; j < P; j++) {
 			b = algo_a2a_bytes(x, i, j);
 			row += b;
+			if (j != i)
+				out += b;
 			if (j != i && b > most)
 				most = b;
 		}
 		if (row > row_most)
 			row_most = row;
+		if (out > out_most)
+			out_most = out;
 	}
 	if (!(row_most > 0))
 		return;
 	x->pipe.peer_frac = most / row_most;
+	/* all of a GPU's sends together run at most the GPU's p2p rate
+	 * (p2p_gpu_send): the largest send, its share of the busiest
+	 * GPU's (pipe.c "p2p") */
+	if (out_most > 0 && x->t->p2p_gpu_send_Bps > 0) {
+		x->pipe.peer_out_frac = most / out_most;
+		x->pipe.peer_gpu_Bps = x->t->p2p_gpu_send_Bps * x->inflate;
+	}
 	x->pipe.peer_chans = floor(k0);
 	x->pipe.peer_chans_max = K;
 	/* step by step where the GPU's channel send rate is known (pipe.c

@@ -109,7 +109,12 @@
  *         Simple step latency), each later step one sync o, the send at
  *         most k r_s for the largest send (a rate bound on the flows),
  *         and the last step's receive copy after it (for F = 1: no
- *         fill). Without r_s the loops' n syncs and the fill at the
+ *         fill). All of one GPU's sends together run at most its p2p
+ *         rate R_g where it is known (gpu p2p_gpu_send: measured, the
+ *         Hopper all-to-all tables' plateau at 4 and 8 ranks below both
+ *         24-28 x r_s and the links): the largest send at most its
+ *         share b_max / B_out of it (B_out the most one GPU sends to its
+ *         peers). Without r_s the loops' n syncs and the fill at the
  *         links' rate stand in for both (rounds 41-42).
  *   T = latency + t_sync + V' / rate.
  *
@@ -374,15 +379,18 @@ static double floor_bound(const struct pipe *pp, double volume_B, double b,
 
 /* p2p step by step (Simple: LL has no pipeline): the rate of the
  * largest send to one peer on its k channels, each sending at most
- * peer_send_Bps (p2p above); 0 = no bound. */
+ * peer_send_Bps, and at most its share of the GPU's p2p rate
+ * peer_gpu_Bps (p2p above); 0 = no bound. */
 static double peer_send_bound(const struct pipe *pp, double size_B)
 {
-	double b;
+	double b, r, g;
 
 	if (!peer_steps(pp) || !(size_B > 0))
 		return 0;
 	b = pp->peer_frac * size_B;
-	return pipe_peer_chans(pp, b) * pp->peer_send_Bps;
+	r = pipe_peer_chans(pp, b) * pp->peer_send_Bps;
+	g = pp->peer_out_frac * pp->peer_gpu_Bps;
+	return g > 0 && g < r ? g : r;
 }
 
 double pipe_bound_Bps(const struct pipe *pp, double volume_B,

@@ -71,6 +71,10 @@ struct pipe {
 					 * steps into the peer's FIFO at (the GPU's
 					 * p2p_channel_send): > 0 runs a send step by step
 					 * (pipe.c "p2p"); 0 = the loops and the fill */
+	double peer_out_frac;		/* p2p: the largest send to one peer over the
+					 * most one GPU sends to all its peers; 0 = none */
+	double peer_gpu_Bps;		/* p2p step by step: B/s all of one GPU's sends
+					 * together (the GPU's p2p_gpu_send); 0 = none */
 };
 
 /*

@@ -137,6 +137,8 @@ struct topo {
 					 * p2p_launch); 0 = the library's base */
 	double p2p_peer_s;		/* s, each further peer's share of it (the
 					 * GPU's p2p_peer); 0 = none */
+	double p2p_gpu_send_Bps;	/* B/s, all of a GPU's p2p sends in its node
+					 * together (the GPU's p2p_gpu_send); 0 = none */
 };
 
 /* Build the topology of a system, everything in one heap object.

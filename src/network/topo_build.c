@@ -303,6 +303,7 @@ struct topo *topo_build(const struct system_spec *sys, struct diag *d)
 	t->p2p_channel_send_Bps = sys->gpu ? sys->gpu->p2p_channel_send_Bps : 0;
 	t->p2p_launch_s = sys->gpu ? sys->gpu->p2p_launch_s : 0;
 	t->p2p_peer_s = sys->gpu ? sys->gpu->p2p_peer_s : 0;
+	t->p2p_gpu_send_Bps = sys->gpu ? sys->gpu->p2p_gpu_send_Bps : 0;
 	if (add_endpoints(t, d) != 0 ||
 	    build_scale_up(t, sys->scale_up, d) != 0 ||
 	    (sys->host && build_host(t, sys->host, d) != 0) ||

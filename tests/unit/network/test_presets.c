@@ -193,10 +193,11 @@ Test(net_presets, nccl_p2p_pays_the_kernel_base_of_its_protocol)
  * 512 MiB all-to-all on 2 H100: 256 MiB to the peer on 16 channels
  * (k0 = 32 / 2; 16 MiB parts, not above the most), 32 steps of 512 KiB a
  * channel: base 8.4 + the first step's hop 3.4 + 31 syncs x 2 us = 73.8
- * us; the send at 16 x 20.73 = 331.68 GB/s (below the links' 450):
- * 268435456 / 331.68e9 = 809.32 us; the last step's receive copy at the
- * ring's chain_channel_bandwidth 38.7 GB/s: 524288 / 38.7e9 = 13.55 us;
- * 896.67 us in all. */
+ * us; the send at min(16 x 20.73 = 331.68 GB/s, the GPU's p2p_gpu_send
+ * 313.1 GB/s, all of it to the one peer; the links' 370.8): 268435456 /
+ * 313.1e9 = 857.35 us; the last step's receive copy at the ring's
+ * chain_channel_bandwidth 38.7 GB/s: 524288 / 38.7e9 = 13.55 us; 944.70
+ * us in all. */
 Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
 {
 	struct arena a;
@@ -208,12 +209,47 @@ Test(net_presets, nccl_p2p_simple_sends_step_by_step_at_the_channel_rate)
 	struct diag d;
 	struct net *n;
 	double want = 8.4e-6 + 3.4e-6 + 31 * 2e-6 +
-		      268435456.0 / (16 * 20.73e9) + 524288.0 / 38.7e9;
+		      268435456.0 / 313.1e9 + 524288.0 / 38.7e9;
 
 	arena_init(&a);
 	diag_init(&d, stderr);
 	s = fx_load(&a, &system_schema, "dgx-h100", NULL, 0);
 	cr_assert_float_eq(s->gpu->p2p_channel_send_Bps, 20.73e9, 1);
+	cr_assert_float_eq(s->gpu->p2p_gpu_send_Bps, 313.1e9, 1);
+	n = net_new(s, NULL, &d);
+	cr_assert_not_null(n);
+	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
+	cr_assert_str_eq(r.protocol, "simple");
+	cr_assert_float_eq(r.time_s, want, want * 1e-6, "%.9g vs %.9g",
+			   r.time_s, want);
+	net_free(n);
+	arena_release(&a);
+}
+
+/* All of a GPU's p2p sends together at most its p2p_gpu_send (h100.yaml
+ * 313.1 GB/s; network/pipe.c "p2p"). 512 MiB all-to-all on 8 H100: 64
+ * MiB to each of 7 peers on 4 channels each (k0 = 32 / 8; 16 MiB parts),
+ * 32 steps of 512 KiB a channel: base 8.4 + hop 3.4 + 31 x 2 us = 73.8
+ * us; a send at min(4 x 20.73 = 82.92 GB/s, its share 1/7 of 313.1 =
+ * 44.73 GB/s, the links' 370.8 / 7 = 52.97): 67108864 x 7 / 313.1e9 =
+ * 1500.35 us; the last step's copy 13.55 us; 1587.70 us in all. Without
+ * the key (0) the links bind: 67108864 x 7 / 370.8e9 = 1266.9 us. */
+Test(net_presets, nccl_p2p_sends_share_the_gpus_p2p_rate)
+{
+	struct arena a;
+	const struct system_spec *s;
+	uint32_t g[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct coll_desc c = { COLL_ALLTOALL, 512.0 * 1024 * 1024, g, 8, NULL,
+			       -1, -1, 1, 0, NULL, 0, 0, 0 };
+	struct net_coll_result r;
+	struct diag d;
+	struct net *n;
+	double want = 8.4e-6 + 3.4e-6 + 31 * 2e-6 +
+		      67108864.0 * 7 / 313.1e9 + 524288.0 / 38.7e9;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	s = fx_load(&a, &system_schema, "dgx-h100", NULL, 0);
 	n = net_new(s, NULL, &d);
 	cr_assert_not_null(n);
 	cr_assert_eq(net_collective_time(n, &c, &r, &d), 0);
