@@ -277,15 +277,16 @@ grep -q '\[{a: 1}' "$tmp/corr.yaml" || bad "could not write the bad correlation"
 status 2 "a mapping in the correlation" run default --no-store \
 	--set "system.calibration=$tmp/corr.yaml"
 # validate makes the database (it stores its results there), except with
-# --no-store; calibrate only reads one: a missing one is an error (exit 1),
-# not a new file.
-status 1 "no database" calibrate --db "$tmp/empty.db"
-# A database that does not open is a runtime failure (exit 1, as calibrate
-# above, db views and report), not bad input.
-status 1 "--no-store: no database" validate --kind measured --db "$tmp/empty.db" --no-store
+# --no-store; calibrate only reads one: a missing one is bad input (exit 2,
+# naming the file), not a new file.
+status 2 "no database" calibrate --db "$tmp/empty.db"
+# A database path that is missing or no database is the caller's input
+# (exit 2, as calibrate above, db views and report); only a failure to
+# read a good one (I/O, lock, memory) exits 1.
+status 2 "--no-store: no database" validate --kind measured --db "$tmp/empty.db" --no-store
 [ ! -e "$tmp/empty.db" ] || bad "validate --no-store made a database"
-status 1 "a directory as the database" validate --kind measured --db "$tmp" --no-store
-status 1 "db views: no database" db views --db "$tmp/empty.db"
+status 2 "a directory as the database" validate --kind measured --db "$tmp" --no-store
+status 2 "db views: no database" db views --db "$tmp/empty.db"
 status 2 "no measurements to validate" validate --kind measured --db "$tmp/empty.db"
 status 2 "no measurements" calibrate --db "$tmp/empty.db"
 status 2 "missing calibration file" collective --system cpu-host --op allreduce \

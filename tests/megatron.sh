@@ -103,7 +103,7 @@ grep -q '^  per_token_loss: true$' "$tmp/dp.yaml" &&
 	>"$tmp/small.yaml" 2>"$tmp/err" || bad "import with --: $(cat "$tmp/err")"
 for want in "hidden_act: gelu" "norm: layernorm" "tie_word_embeddings: true" \
 	"dtype: fp32" "intermediate_size: 4096" "system: {preset: mi300x-roce, nodes: 1}" \
-	"attention_bias: true" "mlp_bias: true" "dropout: true"; do
+	"attention_bias: true" "o_proj_bias: true" "mlp_bias: true" "dropout: true"; do
 	grep -q "$want" "$tmp/small.yaml" || bad "defaults: no '$want'"
 done
 "$llmsim" run "$tmp/small.yaml" --no-store >/dev/null 2>&1 || bad "the small import does not run"
@@ -158,14 +158,15 @@ done
 grep -q 'Ignored.*\(dropout\|fusion\|bias-linear\)' "$tmp/nf.yaml" &&
 	bad "modeled flags listed as ignored: $(grep Ignored "$tmp/nf.yaml")"
 # One dropout left at Megatron's 0.1 keeps the dropout layers; --add-qkv-bias
-# puts the attention bias back.
+# puts q/k/v's bias back, not linear_proj's (attention.py: linear_proj
+# bias=add_bias_linear; it was charged with the q/k/v one).
 "$llmsim" config import-megatron --gpus 8 -- --num-layers 8 --hidden-size 1024 \
 	--num-attention-heads 16 --seq-length 2048 --padded-vocab-size 32000 \
 	--max-position-embeddings 2048 --global-batch-size 8 --attention-dropout 0 \
 	--disable-bias-linear --add-qkv-bias >"$tmp/hd.yaml" 2>"$tmp/err" ||
 	bad "import one dropout: $(cat "$tmp/err")"
 grep -q "^  dropout: true$" "$tmp/hd.yaml" && grep -q "^  attention_bias: true$" "$tmp/hd.yaml" &&
-	grep -q "^  mlp_bias: false$" "$tmp/hd.yaml" ||
+	grep -q "^  o_proj_bias: false$" "$tmp/hd.yaml" && grep -q "^  mlp_bias: false$" "$tmp/hd.yaml" ||
 	bad "hidden dropout default / qkv bias: $(grep -E 'dropout|bias' "$tmp/hd.yaml")"
 "$llmsim" config import-megatron "--num-layers 2 --attention-dropout lots" >/dev/null 2>"$tmp/err"
 [ $? = 2 ] && grep -q "attention-dropout: expected a probability from 0 to 1, got 'lots'" "$tmp/err" ||

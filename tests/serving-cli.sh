@@ -327,6 +327,16 @@ bad "trace: hexadecimal" \
 	"$tmp/hex.yaml"
 grep -q "hex.csv:3:1: error: 'arrival_s': expected a number, got '0x1' (base 10 only)" "$tmp/err" ||
 	{ echo "FAIL: trace: a hexadecimal arrival"; cat "$tmp/err"; fail=1; }
+# A trace row's lengths have serving.input_len / output_len's own bound
+# (1e8 tokens), not the arrival's 1e9 s (it accepted 5e8 prompt tokens
+# up to the context check).
+printf '0,500000000,10\n0,100,100000001\n' >"$tmp/long.csv"
+sed "s#ctx.csv#long.csv#" "$tmp/ctx.yaml" >"$tmp/long.yaml"
+bad "trace: a prompt over the length bound" \
+	"long.csv:1:3: error: 'input_len': expected at least 1 token (and at most 100000000, serving.input_len's bound), got '500000000'" \
+	"$tmp/long.yaml"
+grep -q "long.csv:2:7: error: 'output_len': expected at least 1 token (and at most 100000000, serving.output_len's bound)" "$tmp/err" ||
+	{ echo "FAIL: trace: an output over the length bound"; cat "$tmp/err"; fail=1; }
 # A UTF-8 byte-order mark (spreadsheets save CSV with one) is not part of
 # the first field: the header is still recognized and columns count from
 # the first visible character (it read "expected a number, got '<BOM>0'").

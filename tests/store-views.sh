@@ -56,22 +56,33 @@ got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info
 want="$(echo "$want" | cut -d, -f1-16),$(documented v_inference_steps)"
 got=$(sqlite3 "$tmp/r.db" "SELECT group_concat(name, ',') FROM pragma_table_info('v_inference_steps')")
 [ "$got" = "$want" ] || { echo "FAIL: v_inference_steps columns"; echo "  documented: $want"; echo "  database:   $got"; fail=1; }
-# db views reads: a directory is not a database (exit 1, as a missing
-# file; it said "cannot open the results database for writing").
+# db views reads: a directory is not a database (bad input, exit 2, as a
+# missing file; it said "cannot open the results database for writing").
 mkdir "$tmp/dir"
 "$llmsim" db views --db "$tmp/dir" >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -q "dir: error: a directory, not a results database" "$tmp/err" ||
+[ $? = 2 ] && grep -q "dir: error: a directory, not a results database" "$tmp/err" ||
 	{ echo "FAIL: db views of a directory: $(cat "$tmp/err")"; fail=1; }
 
 # db views and db export open the database read-only: a missing one is
-# an error and stays missing (it was created, empty, and migrated); a
+# bad input (exit 2, naming the file) and stays missing (it was created, empty, and migrated); a
 # read-only file reads, byte for byte unchanged.
 "$llmsim" db views --db "$tmp/none.db" >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -q "none.db: error: no results database here" "$tmp/err" &&
+[ $? = 2 ] && grep -q "none.db: error: no results database here" "$tmp/err" &&
 	[ ! -e "$tmp/none.db" ] ||
 	{ echo "FAIL: db views of a missing database: $(cat "$tmp/err")"; fail=1; }
-"$llmsim" db export --view v_runs --db "$tmp/none2.db" >/dev/null 2>&1
+"$llmsim" db export --view v_runs --db "$tmp/none2.db" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "none2.db: error: no results database here" "$tmp/err" ||
+	{ echo "FAIL: db export of a missing database: $(cat "$tmp/err")"; fail=1; }
 [ ! -e "$tmp/none2.db" ] || { echo "FAIL: db export created a database"; fail=1; }
+# A file that is not SQLite, and an empty one, are bad input too.
+echo "not a database" >"$tmp/text.db"
+"$llmsim" db views --db "$tmp/text.db" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "text.db: error: reading the schema version: file is not a database" "$tmp/err" ||
+	{ echo "FAIL: db views of a text file: $(cat "$tmp/err")"; fail=1; }
+: >"$tmp/zero.db"
+"$llmsim" db export --view v_runs --db "$tmp/zero.db" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -q "zero.db: error: empty, not a results database" "$tmp/err" ||
+	{ echo "FAIL: db export of an empty file: $(cat "$tmp/err")"; fail=1; }
 cp "$tmp/r.db" "$tmp/ro.db" && chmod 444 "$tmp/ro.db"
 before=$(cksum <"$tmp/ro.db")
 n=$("$llmsim" db export --view v_runs --db "$tmp/ro.db" 2>"$tmp/err" | wc -l)
@@ -83,7 +94,7 @@ n=$("$llmsim" db export --view v_runs --db "$tmp/ro.db" 2>"$tmp/err" | wc -l)
 # --kind measured --no-store did too), a read-only file makes a report
 # and is byte for byte unchanged.
 "$llmsim" report --db "$tmp/none3.db" -o "$tmp/none3.html" 2>"$tmp/err"
-[ $? = 1 ] && grep -q "none3.db: error: no results database here" "$tmp/err" &&
+[ $? = 2 ] && grep -q "none3.db: error: no results database here" "$tmp/err" &&
 	[ ! -e "$tmp/none3.db" ] ||
 	{ echo "FAIL: report of a missing database: $(cat "$tmp/err")"; fail=1; }
 "$llmsim" validate --kind measured --db "$tmp/none4.db" --no-store >/dev/null 2>&1

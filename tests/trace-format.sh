@@ -62,10 +62,15 @@ grep -q "step time" "$tmp/stderr" || bad "--trace -: no summary on stderr"
 	>/dev/null 2>"$tmp/err"
 [ $? = 2 ] || bad "--json with --trace - accepted"
 
-# An unwritable path says which and why, exit 1.
+# An unwritable path says which and why: bad input, exit 2 (a missing
+# directory, a directory), for training and inference runs alike.
 "$llmsim" run "$root/workloads/jobs/default.yaml" --no-store \
 	--trace "$tmp/no/such/dir/t.json" >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -qF "error: cannot write the trace '$tmp/no/such/dir/t.json': No such file or directory" "$tmp/err" ||
+[ $? = 2 ] && grep -qF "error: cannot write the trace '$tmp/no/such/dir/t.json': No such file or directory" "$tmp/err" ||
 	bad "unwritable trace path: $(cat "$tmp/err")"
+"$llmsim" run "$root/workloads/jobs/decode-llama3-70b-h100-fp8.yaml" --no-store \
+	--trace "$tmp" >/dev/null 2>"$tmp/err"
+[ $? = 2 ] && grep -qF "error: cannot write the trace '$tmp': Is a directory" "$tmp/err" ||
+	bad "inference trace into a directory: $(cat "$tmp/err")"
 
 exit $fail

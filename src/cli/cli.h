@@ -206,9 +206,12 @@ struct job_spec;
 
 /*
  * The --trace stream of `run`: stdout for "-", else PATH opened for
- * writing; NULL after reporting "cannot write the trace 'PATH': REASON".
+ * writing; NULL after reporting "cannot write the trace 'PATH': REASON",
+ * *rc then CLI_USAGE when the path is at fault (a missing directory, a
+ * directory, no permission: exit 2) or CLI_FAIL (out of descriptors,
+ * memory...); *rc is CLI_OK when the stream opened.
  */
-FILE *cli_trace_open(const char *path, struct diag *d);
+FILE *cli_trace_open(const char *path, int *rc, struct diag *d);
 
 /*
  * Finish a cli_trace_open() stream: flush it and close it (stdout only

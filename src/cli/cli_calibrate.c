@@ -295,12 +295,13 @@ static const char *join_runs(const struct gathered *g)
 /* Points of the wanted runs; CLI status. */
 static int gather(struct gathered *g, struct diag *d)
 {
-	struct store *st = store_open_readonly(g->o->db, d);	/* reads only */
+	int bad = 0;	/* the file given is no results database */
+	struct store *st = store_open_reader(g->o->db, d, &bad);	/* reads */
 	int64_t n;
 	size_t i;
 
 	if (!st)
-		return CLI_FAIL;
+		return bad ? CLI_USAGE : CLI_FAIL;
 	n = store_each_measure(st, 0, take_run, g, d);
 	store_close(st);
 	if (n < 0)

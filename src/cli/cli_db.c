@@ -55,12 +55,17 @@ static const struct {
 };
 
 /* The database a command reads: --db, else the default, opened
- * read-only (store_open_readonly: a missing path is refused, not
- * created; a read-only file works). */
+ * read-only (store_open_reader: a missing path is refused, not
+ * created; a read-only file works). NULL after reporting, *rc the
+ * status: CLI_USAGE when the file given is at fault (missing, not a
+ * results database), CLI_FAIL when reading a good one failed. */
 static struct store *open_existing(const char *db, struct arena *a,
 				   const char *argv0, const char **path,
-				   struct diag *d)
+				   int *rc, struct diag *d)
 {
+	struct store *st;
+	int bad = 0;
+
 	const char *root;
 
 	if (!db) {
@@ -68,11 +73,15 @@ static struct store *open_existing(const char *db, struct arena *a,
 		db = root ? cli_default_db_in(a, root) : NULL;
 		if (!db) {
 			diag_oom(d);
+			*rc = CLI_FAIL;
 			return NULL;
 		}
 	}
 	*path = db;
-	return store_open_readonly(db, d);
+	st = store_open_reader(db, d, &bad);
+	if (!st)
+		*rc = bad ? CLI_USAGE : CLI_FAIL;
+	return st;
 }
 
 /* ---- views ---------------------------------------------------------- */
@@ -166,7 +175,7 @@ static int cmd_views(int argc, char **argv, const char *argv0)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	vc.d = &d;
-	vc.st = open_existing(db, &a, argv0, &path, &d);
+	vc.st = open_existing(db, &a, argv0, &path, &rc, &d);
 	if (vc.st && store_select(vc.st, "SELECT v.name, 'point of sweep ' || "
 				  "s.name || ' (its axes are columns)' FROM "
 				  "sqlite_master v LEFT JOIN sweeps s ON "
@@ -356,7 +365,7 @@ static int cmd_export(int argc, char **argv, const char *argv0)
 	arena_init(&a);
 	diag_init(&d, stderr);
 	rc = CLI_FAIL;
-	st = open_existing(db, &a, argv0, &path, &d);
+	st = open_existing(db, &a, argv0, &path, &rc, &d);
 	if (!st)
 		goto out;
 	if (strcmp(outname, "-") != 0 && !(e.out = fopen(outname, "w"))) {

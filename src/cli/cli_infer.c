@@ -128,8 +128,8 @@ static int run_kind(const struct kind *k, const struct cli_run_io *io,
 		diag_oom(d);
 		return CLI_FAIL;
 	}
-	trace = io->trace ? cli_trace_open(io->trace, d) : NULL;
-	rc = io->trace && !trace ? CLI_FAIL : CLI_OK;
+	rc = CLI_OK;
+	trace = io->trace ? cli_trace_open(io->trace, &rc, d) : NULL;
 	if (rc == CLI_OK)
 		rc = cli_trace_finish(trace, io->trace,
 				      k->run(j, trace, io, r, d),

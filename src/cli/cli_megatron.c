@@ -624,9 +624,13 @@ static void finish_import(struct arena *a, struct imported *im)
 	if (get(im, "model.n_routed_experts"))
 		moe_defaults(im);
 	/* Megatron's add_bias_linear (every linear layer's bias) unless
-	 * --disable-bias-linear; --add-qkv-bias sets the attention's. */
+	 * --disable-bias-linear; --add-qkv-bias sets q/k/v's alone
+	 * (megatron/core/transformer/attention.py: linear_qkv bias=
+	 * add_bias_linear or add_qkv_bias, linear_proj bias=
+	 * add_bias_linear). */
 	if (!get(im, "model.attention_bias"))
 		set(im, "model.attention_bias", im->no_bias ? "false" : "true");
+	set(im, "model.o_proj_bias", im->no_bias ? "false" : "true");
 	set(im, "model.mlp_bias", im->no_bias ? "false" : "true");
 	/* arguments.py: --attention-dropout and --hidden-dropout 0.1 */
 	set(im, "training.dropout",

@@ -217,9 +217,9 @@ static const struct marg margs[] = {
 	{ "--hidden-dropout", M_DROPOUT, "training.dropout", NULL, NULL,
 	  "as --attention-dropout" },
 	{ "--disable-bias-linear", M_IGNORED_FLAG,
-	  "model.attention_bias, model.mlp_bias", NULL, NULL,
-	  "false; without it true (Megatron's add_bias_linear); "
-	  "--add-qkv-bias keeps the attention's" },
+	  "model.attention_bias, model.o_proj_bias, model.mlp_bias", NULL,
+	  NULL, "false; without it true (Megatron's add_bias_linear); "
+	  "--add-qkv-bias keeps q/k/v's (linear_proj's stays off)" },
 };
 
 #define NMARGS (sizeof(margs) / sizeof(margs[0]))

@@ -103,7 +103,7 @@ int cli_report(int argc, char **argv, const char *argv0)
 	struct store *st = NULL;
 	struct arena a;
 	struct diag d;
-	int rc = parse(argc, argv, &db, &out);
+	int rc = parse(argc, argv, &db, &out), bad = 0;
 
 	if (rc != CLI_OK)
 		return rc;
@@ -126,10 +126,13 @@ int cli_report(int argc, char **argv, const char *argv0)
 		goto done;
 	}
 	/* a reader: nothing is created, migrated or switched to WAL, and
-	 * a read-only file works (store_open_readonly) */
-	st = store_open_readonly(db, &d);
+	 * a read-only file works (store_open_reader); a file that is no
+	 * results database is bad input */
+	st = store_open_reader(db, &d, &bad);
 	if (st)
 		rc = write_to(st, db, out, &a, &d);
+	else if (bad)
+		rc = CLI_USAGE;
 done:
 	store_close(st);
 	arena_release(&a);

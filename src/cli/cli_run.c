@@ -417,8 +417,8 @@ static int simulate(const struct run_opts *o, struct job_spec *j,
 	rc = check_budget(o, j, d);
 	if (rc != CLI_OK)
 		return rc;
-	if (o->trace && !(trace = cli_trace_open(o->trace, d)))
-		return CLI_FAIL;
+	if (o->trace && !(trace = cli_trace_open(o->trace, &rc, d)))
+		return rc;
 	rc = step_run(j, o->full, NULL, trace, r, d);
 	return cli_trace_finish(trace, o->trace, rc, d);
 }

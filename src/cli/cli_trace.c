@@ -13,17 +13,31 @@
 
 #include "base/diag.h"
 
-FILE *cli_trace_open(const char *path, struct diag *d)
+/* Whether fopen's errno blames the path given (a missing or non-
+ * directory component, a directory, no permission, a read-only file
+ * system, too long or looping): the user's input, not a failure. */
+static int path_errno(int e)
+{
+	return e == ENOENT || e == ENOTDIR || e == EISDIR || e == EACCES ||
+	       e == EPERM || e == EROFS || e == ENAMETOOLONG || e == ELOOP;
+}
+
+FILE *cli_trace_open(const char *path, int *rc, struct diag *d)
 {
 	FILE *f;
+	int e;
 
+	*rc = CLI_OK;
 	if (strcmp(path, "-") == 0)
 		return stdout;
 	f = fopen(path, "w");
-	if (!f)
+	if (!f) {
+		e = errno;
 		diag_error(d, NULL, 0, 0, "cannot write the trace '%s': %s; "
 			   "give --trace a writable path, or - for standard "
-			   "output", path, strerror(errno));
+			   "output", path, strerror(e));
+		*rc = path_errno(e) ? CLI_USAGE : CLI_FAIL;
+	}
 	return f;
 }
 

@@ -50,7 +50,9 @@ struct vopts {
 	double tolerance;		/* fraction; NaN: the gate file's */
 	int64_t run;
 	int use_min, jobs, quiet, store;
-	int db_failed;			/* the database did not open (exit 1) */
+	int db_failed;			/* the database failed to open (exit
+					 * 1; a file that is no results
+					 * database is bad input, exit 2) */
 	const char **sets;		/* --set for the kernel sets' GPUs */
 	size_t nsets;
 };
@@ -334,7 +336,7 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 	struct valid_meas_opts mo = { o->run, o->system, o->use_min, path };
 	char real[PATH_MAX];
 	struct store *st;
-	int rc;
+	int rc, bad;
 
 	if (!path) {
 		diag_oom(cx->diag);
@@ -344,10 +346,11 @@ static int measured(struct vopts *o, struct config_ctx *cx,
 		return 0;
 	/* --no-store touches no database: read-only, so a missing file is
 	 * an error and stays missing, and an old one is not migrated */
+	bad = 0;
 	st = o->store ? store_open(path, cx->diag) :
-			store_open_readonly(path, cx->diag);
-	if (!st) {	/* a runtime failure, as the other readers' */
-		o->db_failed = 1;
+			store_open_reader(path, cx->diag, &bad);
+	if (!st) {	/* a runtime failure, unless the file is at fault */
+		o->db_failed = !bad;
 		return -1;
 	}
 	/* Calibrations name their runs by the database's real path. */

@@ -147,6 +147,32 @@ static const struct schema_field fabric_fields[] = {
 	  .help = "fat_tree: ecmp (hash per flow) or spray (even split)" },
 };
 
+/* reduction_bandwidth and reduction_efficiency price the switches'
+ * reduction (topo_build.c builds it only under in_switch_reduction): on
+ * a fabric without it they were read and dropped without a word. A
+ * warning, not an error, so a preset's NVLS can be turned off with
+ * --set ...in_switch_reduction=false as a what-if. */
+static int fabric_check(void *obj, const struct schema_at *at,
+			struct diag *d)
+{
+	static const char *const keys[] = {"reduction_bandwidth",
+					   "reduction_efficiency"};
+	const struct fabric_spec *f = obj;
+	const struct cnode *v;
+	size_t i;
+
+	if (f->in_switch_reduction || !at->map)
+		return 0;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if ((v = cnode_get(at->map, keys[i])))
+			diag_warn(d, v->file, v->line, v->col, "'%s%s%s' is "
+				  "ignored: in_switch_reduction is false, so "
+				  "no switch reduces (set in_switch_reduction: "
+				  "true for NVLS / SHARP)", at->path ?
+				  at->path : "", at->path ? "." : "", keys[i]);
+	return 0;
+}
+
 static const char *const fabric_dirs[] = {"configs/fabrics", NULL};
 
 const struct schema fabric_schema = {
@@ -156,4 +182,5 @@ const struct schema fabric_schema = {
 	.size = sizeof(struct fabric_spec),
 	.fields = fabric_fields,
 	.nfields = SCHEMA_COUNT(fabric_fields),
+	.check = fabric_check,
 };

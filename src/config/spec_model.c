@@ -134,6 +134,9 @@ static const char *const ignored[] = {
 	"residual_dropout", "embedding_dropout", "norm_epsilon", "mlp_type",
 	"norm_type", "rotary_emb_base", "rotary_pct", "use_qkv_bias",
 	"use_parallel_residual", "logit_scale",
+	/* Qwen2-MoE (Qwen2MoeConfig): q, k and v's bias, read by
+	 * model_hf_defaults */
+	"qkv_bias",
 	NULL,
 };
 
@@ -218,6 +221,12 @@ static const struct schema_field model_fields[] = {
 		  "false)" },
 	{ .key = "attention_bias", .type = ST_BOOL, .offset = OFF(attention_bias),
 	  .def = "false", .help = "attention projections have bias" },
+	{ .key = "o_proj_bias", .type = ST_BOOL, .offset = OFF(o_proj_bias),
+	  .flags = SF_OPTIONAL,
+	  .help = "the attention output projection has a bias (default: "
+		  "attention_bias, but false for model_type qwen2, qwen2_moe, "
+		  "glm4_moe and stablelm, whose transformers classes bias "
+		  "q, k and v only)" },
 	{ .key = "mlp_bias", .type = ST_BOOL, .offset = OFF(mlp_bias),
 	  .flags = SF_OPTIONAL,
 	  .help = "MLP and expert linears have bias (default: true for "
@@ -878,6 +887,8 @@ static int model_check(void *obj, const struct schema_at *at, struct diag *d)
 		m->tie_word_embeddings = model_tied_by_default(m->model_type);
 	if (model_hf_defaults(m, node, d) != 0)
 		rc = -1;
+	if (m->o_proj_bias < 0)	/* model_hf_defaults: the classes without */
+		m->o_proj_bias = m->attention_bias;
 	if (m->mlp_bias < 0)	/* transformers GptOssExperts: biases always */
 		m->mlp_bias = m->model_type &&
 			      strcmp(m->model_type, "gpt_oss") == 0;

@@ -230,6 +230,11 @@ struct model_spec {
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
 	int attention_bias;			/* QKV/out projections have bias */
+	int o_proj_bias;			/* the attention output projection's
+						 * bias: 1 / 0; -1 absent (as
+						 * attention_bias, but 0 for
+						 * model_type qwen2, qwen2_moe,
+						 * glm4_moe and stablelm) */
 	int mlp_bias;				/* MLP / expert linears have bias (gpt-oss);
 						 * -1 absent: from model_type */
 	double swiglu_limit;			/* gated MLP's clamp (gpt-oss 7); 0 = none */

@@ -365,10 +365,9 @@ static int hf_bool(const struct cnode *node, const char *key, int dflt,
  *   stablelm    StableLmDecoderLayer: nn.LayerNorm; q, k, v take
  *               bias=config.use_qkv_bias (default False), o_proj and
  *               the MLP none.
- * A key the file gives itself wins. The rest is not modeled and is said
- * so (a warning with the size): llmsim's attention_bias also biases
- * o_proj (StableLM's use_qkv_bias true: hidden_size parameters and one
- * bias kernel a layer too many), and every layer has two norms, where
+ * A key the file gives itself wins; StableLM's o_proj is unbiased
+ * (o_proj_bias false, qkv_only_bias). The rest is not modeled and is said
+ * so (a warning with the size): every layer has two norms, where
  * Phi, Cohere (CohereDecoderLayer: one input_layernorm feeding attention
  * and the MLP) and StableLM with use_parallel_residual have one.
  *   cohere,     CohereLayerNorm: mean-subtracting, weight only (no bias:
@@ -379,7 +378,7 @@ static int type_defaults(struct model_spec *m, const struct cnode *node,
 			 struct diag *d)
 {
 	const char *t = m->model_type;
-	const struct cnode *at, *v;
+	const struct cnode *at;
 	int ab, mb, shared = 0;
 
 	if (!t || !node || node->kind != CNODE_MAP)
@@ -411,20 +410,51 @@ static int type_defaults(struct model_spec *m, const struct cnode *node,
 		m->attention_bias = ab;
 	if (mb >= 0 && m->mlp_bias < 0)
 		m->mlp_bias = mb;
-	v = cnode_get(node, "use_qkv_bias");
-	if (strcmp(t, "stablelm") == 0 && ab == 1 && v &&
-	    !cnode_get(node, "attention_bias"))
-		diag_warn(d, v->file, v->line, v->col, "'use_qkv_bias': "
-			  "StableLM biases q, k and v but not o_proj; llmsim's "
-			  "attention_bias biases o_proj too (%lld parameters "
-			  "and one bias kernel a layer too many)",
-			  (long long)m->hidden_size);
 	if (shared && at)
 		diag_warn(d, at->file, at->line, at->col, "'model_type' %s: "
 			  "attention and the MLP share one input norm; llmsim "
 			  "builds two norms a layer (one norm of %lld elements "
 			  "a token, its kernels and parameters, too many a "
 			  "layer)", t, (long long)m->hidden_size);
+	return 0;
+}
+
+/* The model types whose attention biases q, k and v but never o_proj
+ * (huggingface/transformers; each reads its own key for q/k/v):
+ *   qwen2      Qwen2Attention (modular_qwen2.py @ 022c4a9b): q, k, v
+ *              bias=True, o_proj bias=False; config.json has no key
+ *   qwen2_moe  Qwen2MoeAttention (modular_qwen2_moe.py @ 8fb1742f):
+ *              q, k, v bias=config.qkv_bias (True in Qwen2MoeConfig;
+ *              older classes write True), o_proj bias=False
+ *   glm4_moe   Glm4MoeAttention (modeling_glm4_moe.py @ 000c33fd):
+ *              q, k, v bias=config.attention_bias, o_proj bias=False
+ *   stablelm   StableLmAttention: q, k, v bias=config.use_qkv_bias
+ *              (type_defaults), o_proj bias=False
+ * Each leaves o_proj_bias false unless the file says it; qwen2 and
+ * qwen2_moe take attention_bias from their class (an explicit
+ * attention_bias wins). Before, Qwen2 read no bias at all and GLM-4.5 /
+ * StableLM biased o_proj as well: h parameters and one bias-gradient
+ * kernel a layer too many. */
+static int qkv_only_bias(struct model_spec *m, const struct cnode *node,
+			 struct diag *d)
+{
+	const char *t = m->model_type;
+	int ab = -2;	/* -2: the file's own attention_bias */
+
+	if (!t || !node || node->kind != CNODE_MAP)
+		return 0;
+	if (strcmp(t, "qwen2") == 0)
+		ab = 1;
+	else if (strcmp(t, "qwen2_moe") == 0)
+		ab = hf_bool(node, "qkv_bias", 1, d);
+	else if (strcmp(t, "glm4_moe") != 0 && strcmp(t, "stablelm") != 0)
+		return 0;
+	if (ab == -1)
+		return -1;	/* a bad boolean, reported */
+	if (ab >= 0 && !cnode_get(node, "attention_bias"))
+		m->attention_bias = ab;
+	if (m->o_proj_bias < 0)
+		m->o_proj_bias = 0;
 	return 0;
 }
 
@@ -436,7 +466,7 @@ int model_hf_defaults(struct model_spec *m, const struct cnode *node,
 	const struct cnode *v = node ? cnode_get(node, "norm_bias") : NULL;
 	const struct cnode *l;
 
-	if (type_defaults(m, node, d) != 0)
+	if (type_defaults(m, node, d) != 0 || qkv_only_bias(m, node, d) != 0)
 		return -1;
 	/* CohereForCausalLM "logits = logits * self.logit_scale" (MPT's
 	 * original code too): one elementwise pass not charged; null or

@@ -112,8 +112,13 @@ static const struct schema_field ep_fields[] = {
 		  "(room for the largest top-k and scales)" },
 	{ .key = "bytes_per_token_extra", .type = ST_BYTES,
 	  .offset = EOFF(bytes_per_token_extra), .def = "0 B", .max = 1e6,
-	  .help = "bytes a token carries beyond its hidden vector (top-k "
-		  "indices and weights, scales)" },
+	  .help = "bytes a token carries beyond its hidden vector whatever "
+		  "its top-k (source info, scales)" },
+	{ .key = "bytes_per_topk", .type = ST_BYTES,
+	  .offset = EOFF(bytes_per_topk_B), .def = "0 B", .max = 64,
+	  .help = "bytes a token carries per expert it selects (its index "
+		  "and weight: DeepEP int64 + fp32 = 12 B), times the model's "
+		  "num_experts_per_tok" },
 	{ .key = "probs_per_domain_expert", .type = ST_BYTES,
 	  .offset = EOFF(probs_per_domain_expert_B), .def = "0 B", .max = 64,
 	  .help = "bytes a dispatched row carries per expert of its NVLink "

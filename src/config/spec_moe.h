@@ -113,7 +113,9 @@ struct ep_comm_spec {
 	int64_t buffer_tokens_out;	/* per channel and scale-out node, x 2 */
 	double buffer_token_meta_B;	/* B per token slot beyond the hidden */
 	double bytes_per_token_extra;	/* B per token beyond the hidden vector
-					 * (top-k indices, weights, scales) */
+					 * (source info, scales): fixed */
+	double bytes_per_topk_B;	/* B per token and selected expert (an
+					 * index and a weight: DeepEP 8 + 4) */
 	double probs_per_domain_expert_B; /* B a dispatched row carries per
 					 * expert of the NVLink domain (dense
 					 * fp32 probabilities: 4) */

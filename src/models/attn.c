@@ -644,12 +644,14 @@ double attn_params(const struct layer_dims *d, int bias)
 		qkv = ((d->attn_gate ? 2 : 1) * d->heads + 2 * d->kv_heads) *
 		      d->head_dim;
 		out = d->heads * d->head_dim;
-		return h * qkv + out * h + (bias ? qkv + h : 0);
+		return h * qkv + out * h +
+		       (bias & LAYER_BIAS_ATTN ? qkv : 0) +
+		       (bias & LAYER_BIAS_OUT ? h : 0);
 	}
 	qkv = (m->q_lora > 0 ? h * m->q_lora + m->q_lora +
 	       m->q_lora * a * (m->nope + m->rope) :
 	       h * a * (m->nope + m->rope)) +
 	      h * (m->kv_lora + m->rope) + m->kv_lora +
 	      m->kv_lora * a * (m->nope + m->v) + attn_indexer_params(m, h);
-	return qkv + a * m->v * h + (bias ? h : 0);
+	return qkv + a * m->v * h + (bias & LAYER_BIAS_OUT ? h : 0);
 }

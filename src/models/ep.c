@@ -183,11 +183,12 @@ double ep_row_grads_B(const struct ep_comm_spec *e, double experts,
 }
 
 double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
-		      double ranks, double m)
+		      double topk, double ranks, double m)
 {
 	if (!e)
 		return 0;
-	return e->bytes_per_token_extra + ep_row_probs_B(e, experts, ranks, m);
+	return e->bytes_per_token_extra + e->bytes_per_topk_B * topk +
+	       ep_row_probs_B(e, experts, ranks, m);
 }
 
 void ep_traffic(const struct ep_routing *r, double ranks, double m,
@@ -301,7 +302,7 @@ int ep_call_time(struct net *n, const struct ep_comm_spec *e,
 	double p = (double)c->ranks, m = c->gpus_per_node;
 	struct ep_routing r = c->routing;
 	double extra = c->combine ? 0 : ep_row_extra_B(e, c->routing.experts,
-							 p, m);
+							 c->routing.topk, p, m);
 	double row_B = ep_row_bytes(e, c->hidden, c->dtype, extra);
 	struct coll_path path;
 	struct coll_desc cd = { .op = COLL_ALLTOALL, .gpus = c->gpus,

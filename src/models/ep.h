@@ -86,13 +86,15 @@ double ep_row_bytes(const struct ep_comm_spec *e, double hidden, int dtype,
 
 /*
  * B a dispatched row carries beyond its hidden vector on path e, for E
- * experts over an EP group of `ranks` GPUs, m per NVLink domain:
- * bytes_per_token_extra plus probs_per_domain_expert for each of the
- * domain's E / ranks x min(m, ranks) experts (Hybrid-EP's dense fp32
- * probabilities). 0 when e is NULL.
+ * experts, top-k of them a token, over an EP group of `ranks` GPUs, m
+ * per NVLink domain: bytes_per_token_extra, bytes_per_topk for each of
+ * the k (DeepEP's int64 index and fp32 weight), and
+ * probs_per_domain_expert for each of the domain's E / ranks x min(m,
+ * ranks) experts (Hybrid-EP's dense fp32 probabilities). 0 when e is
+ * NULL.
  */
 double ep_row_extra_B(const struct ep_comm_spec *e, double experts,
-		      double ranks, double m);
+		      double topk, double ranks, double m);
 
 /* Of that, the domain's probabilities alone (probs_per_domain_expert x E
  * / ranks x min(m, ranks)): what Hybrid-EP's backward combine reduces

@@ -340,7 +340,8 @@ double gdn_params(const struct layer_dims *d, int bias)
 	/* in_proj, conv1d weight [2 qk + v, W], dt_bias and A_log [H_v],
 	 * the gated norm's weight [d_v], out_proj */
 	return h * in + (2 * qk + v) * d->gdn.conv + 2 * hv + d->gdn.dv +
-	       v * h + (bias ? in + h : 0);
+	       v * h + (bias & LAYER_BIAS_ATTN ? in : 0) +
+	       (bias & LAYER_BIAS_OUT ? h : 0);
 }
 
 double gdn_stored_B(const struct layer_dims *d)

@@ -618,7 +618,7 @@ static void layer_bwd_pass(const struct layer_dims *d,
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, k && k->linear ? gdn_out_width(d) :
 		    attn_out_width(d));
-	lop_bias(o, "proj_bias_grad", PASS_BWD, d, LAYER_BIAS_ATTN,
+	lop_bias(o, "proj_bias_grad", PASS_BWD, d, LAYER_BIAS_OUT,
 		 layer_sp_tokens(d), d->hidden);
 	if (k && k->linear)
 		gdn_bwd(o, mods, d);

@@ -308,7 +308,8 @@ struct layer_dims {
 	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
 				 * qkv_split_fwd) */
 	int bias_kernels;	/* linear biases as their own kernels: a mask of
-				 * LAYER_BIAS_ATTN, LAYER_BIAS_MLP */
+				 * LAYER_BIAS_ATTN, LAYER_BIAS_MLP,
+				 * LAYER_BIAS_OUT */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
 				 * its input's amax (layer_cast.c lop_cast) */
 	int fp8_one_layout;	/* per-tensor FP8 on a GPU whose FP8 GEMMs take
@@ -741,10 +742,12 @@ static inline double moe_row_width(const struct layer_dims *d)
 }
 
 /* Which linears carry biases (the bias argument below): the attention's
- * (attention_bias) and the MLP's, experts' and router's (mlp_bias), as
- * transformers and Megatron-Bridge read the two keys apart (e.g.
- * GLM-4.5: attention_bias true, its MLP and experts without bias). */
-enum { LAYER_BIAS_ATTN = 1, LAYER_BIAS_MLP = 2 };
+ * q/k/v or input projection (attention_bias), its output projection
+ * (o_proj_bias: Qwen2, Qwen2-MoE, GLM-4.5 and StableLM bias q/k/v only),
+ * and the MLP's, experts' and router's (mlp_bias), as transformers and
+ * Megatron-Bridge read the keys apart (e.g. GLM-4.5: attention_bias
+ * true, its o_proj, MLP and experts without bias). */
+enum { LAYER_BIAS_ATTN = 1, LAYER_BIAS_MLP = 2, LAYER_BIAS_OUT = 4 };
 
 int layer_bias_of(const struct model_spec *m);
 

@@ -94,6 +94,7 @@ int layer_mtp_kinds(const struct model_spec *m, struct layer_kind *k)
 int layer_bias_of(const struct model_spec *m)
 {
 	return (m->attention_bias ? LAYER_BIAS_ATTN : 0) |
+	       (m->o_proj_bias == 1 ? LAYER_BIAS_OUT : 0) |
 	       (m->mlp_bias == 1 ? LAYER_BIAS_MLP : 0);
 }
 
@@ -101,7 +102,8 @@ void layer_kind_params(const struct layer_dims *d, const struct layer_kind *k,
 		       int bias, int layernorm, double *dense, double *experts)
 {
 	double h = d->hidden, norms = 2 * h * (layernorm ? 2 : 1);
-	int ab = (bias & LAYER_BIAS_ATTN) != 0, mb = (bias & LAYER_BIAS_MLP) != 0;
+	int ab = bias & (LAYER_BIAS_ATTN | LAYER_BIAS_OUT);
+	int mb = (bias & LAYER_BIAS_MLP) != 0;
 	double mlp = (d->gated ? 3 : 2) * h * d->ffn +
 		     (mb ? (d->gated ? 2 : 1) * d->ffn + h : 0);
 	double moe_dense = 0;

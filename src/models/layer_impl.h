@@ -297,11 +297,12 @@ double gdn_in_width(const struct layer_dims *d);
 double gdn_chunk(const struct layer_dims *d);
 
 /* Parameters of one Gated DeltaNet mixer, whole model (its norm1
- * excluded). */
+ * excluded); bias a LAYER_BIAS_* mask: ATTN biases in_proj, OUT
+ * out_proj. */
 double gdn_params(const struct layer_dims *d, int bias);
 
 /* Parameters of the attention (projections, biases, MLA norms), whole
- * model. */
+ * model; bias a LAYER_BIAS_* mask: ATTN biases q/k/v, OUT o_proj. */
 double attn_params(const struct layer_dims *d, int bias);
 
 /* ---- Mamba-2 mixer (mamba.c) ---- */

@@ -281,8 +281,8 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 }
 
 /* A bias of n elements on `tokens` rows as its own kernels (bias_kernels
- * holds `which`: LAYER_BIAS_ATTN for q/k/v and the output projection,
- * LAYER_BIAS_MLP for fc1 and fc2): forward, the output + bias (read and
+ * holds `which`: LAYER_BIAS_ATTN for q/k/v, LAYER_BIAS_OUT for the
+ * output projection, LAYER_BIAS_MLP for fc1 and fc2): forward, the output + bias (read and
  * write the output; the bias is noise); backward, its gradient summed
  * over the tokens (read the output gradient), then added into main_grad
  * (lop_param_grad_add). */

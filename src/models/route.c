@@ -384,8 +384,8 @@ static void dispatch_bytes(const struct job_spec *j, struct moe_dims *m,
 	struct ep_traffic t;
 	double per_node = (double)j->system->gpus_per_node / m->etp;
 	double row_B = ep_row_bytes(path, hidden, m->dispatch_dt,
-				    ep_row_extra_B(path, r.experts, m->ep,
-						   floor(per_node)));
+				    ep_row_extra_B(path, r.experts, r.topk,
+						   m->ep, floor(per_node)));
 
 	double row16_B = hidden * act_B;
 

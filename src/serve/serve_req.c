@@ -25,10 +25,11 @@
  * a row, `arrival_s,input_len,output_len`; an optional header row of
  * those names (the first row that is not blank or a comment); blank
  * lines and lines starting with '#' ignored. Numbers are base 10 (no hex,
- * as the YAML loader reads them). Arrival in seconds (>= 0); lengths
- * integers >= 1, input + output within serving.max_model_len, else the
- * model's context (max_position_embeddings: vLLM and TensorRT-LLM reject
- * a longer request; serve_setup.c's context_fit checks drawn ones). Rows are
+ * as the YAML loader reads them). Arrival in seconds (0 to 1e9); lengths
+ * integers 1 to 1e8 (TRACE_TOKENS_MAX), input + output within
+ * serving.max_model_len, else the model's context
+ * (max_position_embeddings: vLLM and TensorRT-LLM reject a longer
+ * request; serve_setup.c's context_fit checks drawn ones). Rows are
  * sorted by arrival (stable; a note at the first row out of order,
  * read_trace). A bad row is reported as FILE:LINE:COL: error: ... for
  * every bad field, and the run stops (exit 2).
@@ -52,6 +53,11 @@
 /* The latest arrival a request may have, drawn or a trace row's: far
  * inside the engine's 2^62 ns (about 146 years), about 32 years. */
 #define ARRIVAL_MAX_S 1e9
+
+/* The longest prompt or output a trace row may give: serving.input_len's
+ * and output_len's own schema bound (spec_serving.c, len_schema: 1e8
+ * tokens), so a trace and a drawn length are held to one limit. */
+#define TRACE_TOKENS_MAX 1e8
 
 int64_t serve_context_len(const struct job_spec *j)
 {
@@ -239,10 +245,11 @@ static double field(struct row_parser *rp, const char *text, int col,
 			  "got '%s'", name, text);
 		return 0;
 	}
-	if (v < lo || v > ARRIVAL_MAX_S) {
-		if (lo > 0)
+	if (v < lo || v > (want_int ? TRACE_TOKENS_MAX : ARRIVAL_MAX_S)) {
+		if (want_int)
 			row_error(rp, col, "'%s': expected at least 1 token "
-				  "(and at most 1e9), got '%s'", name, text);
+				  "(and at most %.0f, serving.%s's bound), got '%s'",
+				  name, TRACE_TOKENS_MAX, name, text);
 		else
 			row_error(rp, col, "'%s': expected 0 s or later (and "
 				  "at most 1e9 s), got '%s'", name, text);

@@ -34,6 +34,14 @@ struct store *store_open(const char *path, struct diag *d);
  * store_put*() functions must not be given it. */
 struct store *store_open_readonly(const char *path, struct diag *d);
 
+/* store_open_readonly, saying why it refused: *bad_input is 1 when the
+ * file given is at fault (missing, a directory, not an SQLite or not an
+ * llmsim database, empty, damaged or newer schema: the caller's input,
+ * exit 2), 0 for a failure to read a good one (out of memory, an I/O or
+ * lock error: exit 1). */
+struct store *store_open_reader(const char *path, struct diag *d,
+				int *bad_input);
+
 /* How long store_open() waits for another process's lock (a parallel
  * sweep writing) before reporting the database as locked. */
 #define STORE_BUSY_TIMEOUT_MS 10000	/* ms */

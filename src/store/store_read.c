@@ -227,41 +227,60 @@ static int open_immutable_if_needed(struct store *st, struct diag *d)
  * opened immutable instead. */
 struct store *store_open_readonly(const char *path, struct diag *d)
 {
+	return store_open_reader(path, d, NULL);
+}
+
+/* Whether store_read_version's refusal was about the file: SQLite said
+ * it is no database (SQLITE_NOTADB), or every query ran and the content
+ * was refused (no meta table, a damaged version: the last code is not
+ * an error). An I/O, lock or memory error is a failure to read. */
+static int version_refused_input(const struct store *st)
+{
+	int ec = st->db ? sqlite3_errcode(st->db) : SQLITE_NOMEM;
+
+	return ec == SQLITE_NOTADB || ec == SQLITE_OK || ec == SQLITE_ROW ||
+	       ec == SQLITE_DONE;
+}
+
+struct store *store_open_reader(const char *path, struct diag *d,
+				int *bad_input)
+{
 	struct store *st;
-	int version;
+	int version, input = 1;
 	struct stat sb;
 
 	assert(path);
 	store_route_allocations();
+	st = NULL;
 	if (strcmp(path, ":memory:") != 0 && stat(path, &sb) != 0) {
 		diag_error(d, path, 0, 0, "no results database here (%s); "
 			   "give one with --db PATH", strerror(errno));
-		return NULL;
+		goto refused;
 	}
 	if (strcmp(path, ":memory:") != 0 && !S_ISREG(sb.st_mode)) {
 		diag_error(d, path, 0, 0, "%s, not a results database; give "
 			   "the database file with --db PATH",
 			   S_ISDIR(sb.st_mode) ? "a directory" :
 			   "not a regular file");
-		return NULL;
+		goto refused;
 	}
-	if (!(st = store_new(path, STORE_BUSY_TIMEOUT_MS, d)))
-		return NULL;
-	if (store_connect(st, 1, d) < 0 || open_immutable_if_needed(st, d) < 0 ||
-	    store_read_version(st, d, &version) < 0) {
-		store_close(st);
-		return NULL;
+	input = 0;
+	if (!(st = store_new(path, STORE_BUSY_TIMEOUT_MS, d)) ||
+	    store_connect(st, 1, d) < 0 || open_immutable_if_needed(st, d) < 0)
+		goto refused;
+	if (store_read_version(st, d, &version) < 0) {
+		input = !d->oom && version_refused_input(st);
+		goto refused;
 	}
+	input = 1;
 	if (version > store_schema_version()) {
 		store_refuse_newer(st, d, version);
-		store_close(st);
-		return NULL;
+		goto refused;
 	}
 	if (version == 0) {
 		diag_error(d, path, 0, 0, "empty, not a results database: "
 			   "nothing is stored in it yet");
-		store_close(st);
-		return NULL;
+		goto refused;
 	}
 	st->version = version;
 	if (version < store_schema_version())
@@ -269,5 +288,12 @@ struct store *store_open_readonly(const char *path, struct diag *d)
 			  "llmsim's %d: the views added since are missing "
 			  "until a command stores into it", version,
 			  store_schema_version());
+	if (bad_input)
+		*bad_input = 0;
 	return st;
+refused:
+	if (bad_input)
+		*bad_input = input;
+	store_close(st);
+	return NULL;
 }

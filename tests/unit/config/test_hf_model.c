@@ -796,8 +796,11 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 	 * (default True), biased MLP linears; Phi nn.LayerNorm, biased
 	 * linears, one norm for attention and the MLP (a warning: llmsim
 	 * builds two); StableLM nn.LayerNorm, q/k/v bias=use_qkv_bias
-	 * (default False; true is a warning, llmsim biases o_proj too),
-	 * unbiased MLP; Cohere one shared norm (a warning), CohereLayerNorm
+	 * (default False), o_proj and the MLP unbiased; Qwen2 q/k/v
+	 * bias=True with no key, Qwen2-MoE q/k/v bias=qkv_bias (default
+	 * True), GLM-4.5 (glm4_moe) q/k/v bias=attention_bias: each with an
+	 * unbiased o_proj (o_proj_bias false unless the file says, ob);
+	 * every other type's o_proj follows attention_bias; Cohere one shared norm (a warning), CohereLayerNorm
 	 * mean-subtracting with a weight only (layernorm, norm_bias false:
 	 * one norm tensor), logit_scale a warning (the logits' pass is not
 	 * charged; null is no scale). A key the file gives wins; other types
@@ -805,28 +808,43 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 	 */
 	static const struct {
 		const char *type, *keys;
-		int norm, ab, mb, warnings, tensors;
+		int norm, ab, mb, warnings, tensors, ob;
 	} c[] = {
-		{ "starcoder2", "", NORM_LAYER, 1, 1, 0, 2 },
+		{ "starcoder2", "", NORM_LAYER, 1, 1, 0, 2, 1 },
 		{ "starcoder2", "\"use_bias\": false, \"norm_type\": "
 		  "\"layer_norm\", \"mlp_type\": \"default\",",
-		  NORM_LAYER, 0, 0, 0, 2 },
+		  NORM_LAYER, 0, 0, 0, 2, 0 },
 		{ "gpt_neox", "\"rotary_pct\": 0.25, \"rotary_emb_base\": "
 		  "10000, \"use_parallel_residual\": true,",
-		  NORM_LAYER, 1, 1, 0, 2 },
+		  NORM_LAYER, 1, 1, 0, 2, 1 },
 		{ "gpt_neox", "\"attention_bias\": false, \"norm\": "
-		  "\"rmsnorm\",", NORM_RMS, 0, 1, 0, 1 },
-		{ "phi", "", NORM_LAYER, 1, 1, 1, 2 },
+		  "\"rmsnorm\",", NORM_RMS, 0, 1, 0, 1, 0 },
+		{ "phi", "", NORM_LAYER, 1, 1, 1, 2, 1 },
 		{ "stablelm", "\"use_parallel_residual\": false,",
-		  NORM_LAYER, 0, 0, 0, 2 },
+		  NORM_LAYER, 0, 0, 0, 2, 0 },
 		{ "stablelm", "\"use_qkv_bias\": true, "
-		  "\"use_parallel_residual\": true,", NORM_LAYER, 1, 0, 2, 2 },
+		  "\"use_parallel_residual\": true,", NORM_LAYER, 1, 0, 1, 2,
+		  0 },
 		{ "cohere", "\"logit_scale\": 0.0625,", NORM_LAYER, 0, 0, 2,
+		  1, 0 },
+		{ "cohere2", "\"logit_scale\": null,", NORM_LAYER, 0, 0, 1, 1,
+		  0 },
+		{ "cohere", "\"norm_bias\": true,", NORM_LAYER, 0, 0, 1, 2, 0 },
+		{ "cohere", "\"norm\": \"rmsnorm\",", NORM_RMS, 0, 0, 1, 1,
+		  0 },
+		{ "llama", "", NORM_RMS, 0, 0, 0, 1, 0 },
+		{ "llama", "\"attention_bias\": true,", NORM_RMS, 1, 0, 0, 1,
 		  1 },
-		{ "cohere2", "\"logit_scale\": null,", NORM_LAYER, 0, 0, 1, 1 },
-		{ "cohere", "\"norm_bias\": true,", NORM_LAYER, 0, 0, 1, 2 },
-		{ "cohere", "\"norm\": \"rmsnorm\",", NORM_RMS, 0, 0, 1, 1 },
-		{ "llama", "", NORM_RMS, 0, 0, 0, 1 },
+		{ "qwen2", "", NORM_RMS, 1, 0, 0, 1, 0 },
+		{ "qwen2", "\"attention_bias\": false,", NORM_RMS, 0, 0, 0, 1,
+		  0 },
+		{ "qwen2_moe", "", NORM_RMS, 1, 0, 0, 1, 0 },
+		{ "qwen2_moe", "\"qkv_bias\": false,", NORM_RMS, 0, 0, 0, 1,
+		  0 },
+		{ "glm4_moe", "\"attention_bias\": true,", NORM_RMS, 1, 0, 0,
+		  1, 0 },
+		{ "glm4_moe", "\"attention_bias\": true, \"o_proj_bias\": "
+		  "true,", NORM_RMS, 1, 0, 0, 1, 1 },
 	};
 	char dir[64], path[256], text[512];
 	const struct model_spec *m;
@@ -844,16 +862,15 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 		cr_assert_eq(m->attention_bias, c[i].ab, "%zu %s", i,
 			     c[i].type);
 		cr_assert_eq(m->mlp_bias, c[i].mb, "%zu %s", i, c[i].type);
+		cr_assert_eq(m->o_proj_bias, c[i].ob, "%zu %s", i, c[i].type);
 		cr_assert_eq(model_norm_tensors(m), c[i].tensors, "%zu %s", i,
 			     c[i].type);
 		cr_assert_eq(C.d.warnings - w, c[i].warnings, "%zu %s: %s", i,
 			     c[i].type, capture_text(&C));
 		tmpdir_remove(dir);
 	}
-	cr_assert_has(capture_text(&C), "'use_qkv_bias': StableLM biases q, "
-		      "k and v but not o_proj; llmsim's attention_bias biases "
-		      "o_proj too (1024 parameters and one bias kernel a "
-		      "layer too many)");
+	cr_assert(!strstr(capture_text(&C), "'use_qkv_bias'"), "%s",
+		  capture_text(&C));	/* o_proj_bias says it now */
 	cr_assert_has(capture_text(&C), "'model_type' phi: attention and the "
 		      "MLP share one input norm; llmsim builds two norms a "
 		      "layer (one norm of 1024 elements a token");

@@ -114,25 +114,33 @@ Test(ep, rows_bytes_fp8_carries_the_paths_scales)
 
 Test(ep, row_extra_carries_the_domains_probabilities)
 {
-	struct ep_comm_spec deepep = { .bytes_per_token_extra = 96 };
+	struct ep_comm_spec deepep = { .bytes_per_topk_B = 12 };
 	struct ep_comm_spec hybrid = { .probs_per_domain_expert_B = 4 };
 
-	/* DeepEP: top-8 int64 indices and fp32 weights, 8 x 12 = 96 B,
-	 * whatever the group */
-	cr_assert(fixture_near(ep_row_extra_B(&deepep, 64, 8, 8), 96, 1e-12));
-	cr_assert(fixture_near(ep_row_extra_B(&deepep, 288, 36, 72), 96, 1e-12));
+	/* DeepEP: top-k int64 indices and fp32 weights, 12 B each: top-8
+	 * 8 x 12 = 96 B whatever the group; top-6 (DeepSeek-V2) 72 B,
+	 * top-2 (Mixtral) 24 B */
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 64, 8, 8, 8), 96, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 288, 8, 36, 72), 96,
+			       1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 160, 6, 8, 8), 72, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&deepep, 8, 2, 8, 8), 24, 1e-12));
 	/* Hybrid-EP in one NVL72 (m = 72), 8 experts a GPU: the fp32
 	 * probabilities of the domain's 8 x min(72, p) experts: EP 8: 4 x 64
 	 * = 256 B; EP 36: 4 x 288 = 1152 B */
-	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 72), 256, 1e-12));
-	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 288, 36, 72), 1152, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 8, 72), 256,
+			       1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 288, 8, 36, 72), 1152,
+			       1e-12));
 	/* EP 64 over 8-GPU nodes: the domain is a node's 8 GPUs, 4 x 8 x 8 =
 	 * 256 B, not the group's 512 experts */
-	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 512, 64, 8), 256, 1e-12));
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 512, 8, 64, 8), 256,
+			       1e-12));
 	/* both: added */
 	hybrid.bytes_per_token_extra = 16;
-	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 8), 16 + 256, 1e-12));
-	cr_assert_eq(ep_row_extra_B(NULL, 64, 8, 8), 0);
+	cr_assert(fixture_near(ep_row_extra_B(&hybrid, 64, 8, 8, 8), 16 + 256,
+			       1e-12));
+	cr_assert_eq(ep_row_extra_B(NULL, 64, 8, 8, 8), 0);
 	/* the fp8 row at EP 36: 7168 + 224 B of scales + 1152 B */
 	cr_assert(fixture_near(ep_row_bytes(&(struct ep_comm_spec){
 				.fp8_scale_block = 128, .fp8_scale_B = 4 },
@@ -165,7 +173,7 @@ Test(ep, each_pass_runs_its_kernel)
 	cr_assert_eq(ep_row_grads_B(NULL, 64, 8, 8, 8), 0);
 	/* DeepEP's indices and weights are the dispatch's, not gradients */
 	cr_assert_eq(ep_row_probs_B(&(struct ep_comm_spec){
-				.bytes_per_token_extra = 96 }, 64, 8, 8), 0);
+				.bytes_per_topk_B = 12 }, 64, 8, 8), 0);
 	route_ep_paths(&e, &m, store, path, &algo);
 	/* forward dispatch: fp8 rows of 7648 B, 7648 / (39 ns + 7648 / r) */
 	cr_assert(fixture_near(path[EP_PASS_DISPATCH - 1]->gpu_Bps,

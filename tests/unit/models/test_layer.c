@@ -161,7 +161,7 @@ Test(layer, bias_kernels_of_a_biased_model)
 	 * qkv T 3h/t, fc1 T f/t = 4096 * 2048, proj and fc2 T' h = 2048 *
 	 * 1024 (after the reduce-scatter), 2 B each. */
 	gpt_dims(&d, 2, 1);
-	d.bias_kernels = LAYER_BIAS_ATTN | LAYER_BIAS_MLP;
+	d.bias_kernels = LAYER_BIAS_ATTN | LAYER_BIAS_OUT | LAYER_BIAS_MLP;
 	layer_fwd(&d, NULL, &f);
 	op = fixture_op(&f, "qkv_bias");
 	cr_assert_not_null(op);
@@ -360,13 +360,17 @@ Test(layer, parameters)
 	gpt_dims(&d, 1, 0);
 	fixture_assert_close(layer_params(&d, 0, 1), 12 * 1024.0 * 1024 + 4 * 1024);
 	/* with biases: + 3h (QKV) + h + 4h + h = 9 h more */
-	fixture_assert_close(layer_params(&d, LAYER_BIAS_ATTN | LAYER_BIAS_MLP, 1) -
+	fixture_assert_close(layer_params(&d, LAYER_BIAS_ATTN | LAYER_BIAS_OUT |
+					  LAYER_BIAS_MLP, 1) -
 			     layer_params(&d, 0, 1), 9 * 1024.0);
-	/* attention_bias alone (GLM-4.5: biased QKV, MLP without): QKV 3h
-	 * and the output projection's h = 4 h; the MLP's 4h + h are
-	 * mlp_bias' */
+	/* q/k/v biased alone (GLM-4.5, Qwen2: o_proj and the MLP without):
+	 * QKV 3h; the output projection's h is o_proj_bias', the MLP's
+	 * 4h + h mlp_bias' */
 	fixture_assert_close(layer_params(&d, LAYER_BIAS_ATTN, 1) -
-			     layer_params(&d, 0, 1), 4 * 1024.0);
+			     layer_params(&d, 0, 1), 3 * 1024.0);
+	fixture_assert_close(layer_params(&d, LAYER_BIAS_ATTN | LAYER_BIAS_OUT,
+					  1) - layer_params(&d, 0, 1),
+			     4 * 1024.0);
 	fixture_assert_close(layer_params(&d, LAYER_BIAS_MLP, 1) -
 			     layer_params(&d, 0, 1), 5 * 1024.0);
 	/* embedding: V h + 2048 learned positions * h */

@@ -296,10 +296,12 @@ Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.model.attention_bias = 1;
+	f.model.o_proj_bias = 1;	/* the loader's default: attention_bias */
 	f.model.mlp_bias = 1;
 	f.fw.elementwise.bias_kernels = 1;
 	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.bias_kernels, LAYER_BIAS_ATTN | LAYER_BIAS_MLP);
+	cr_assert_eq(d.bias_kernels,
+		     LAYER_BIAS_ATTN | LAYER_BIAS_OUT | LAYER_BIAS_MLP);
 	cr_assert_eq(d.act_B, 2);
 	cr_assert_eq(d.grad_B, 4);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
@@ -320,6 +322,14 @@ Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 	cr_assert_eq(fixture_op_index(&o, "fc1_bias_grad"), -1);
 	cr_assert_eq(fixture_op_index(&o, "fc2_bias_grad"), -1);
 	cr_assert(fixture_op_index(&o, "qkv_bias_grad") >= 0);
+	/* q/k/v biased, o_proj not (Qwen2Attention, Glm4MoeAttention): the
+	 * qkv bias's add alone, no proj_bias_grad */
+	f.model.o_proj_bias = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "bias_grad_add"), 1);
+	cr_assert_eq(fixture_op_index(&o, "proj_bias_grad"), -1);
+	cr_assert(fixture_op_index(&o, "qkv_bias_grad") >= 0);
 	/* MLP biases alone: fc1's and fc2's, none of the attention's */
 	f.model.attention_bias = 0;
 	f.model.mlp_bias = 1;
@@ -330,6 +340,7 @@ Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 	cr_assert_eq(fixture_op_index(&o, "proj_bias_grad"), -1);
 	cr_assert_eq(fixture_op_index(&o, "qkv_bias_grad"), -1);
 	f.model.attention_bias = 1;
+	f.model.o_proj_bias = 1;
 
 	/* biases in the GEMM epilogue (no bias kernels): no bias add */
 	f.fw.elementwise.bias_kernels = 0;
