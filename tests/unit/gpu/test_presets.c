@@ -682,8 +682,8 @@ Test(gpu, mi355x_fp8_gemm_is_hipblaslts_measured_rate)
 }
 
 /* MI355X's MXFP4 GEMM rate is fitted (rule 1, round 52) on AITER's tuned
- * gemm_a4w4 as its maintainer published it (results/reference/kernels/
- * aiter-mi355x-a4w4-gemm-mxfp4.yaml): 8192 x 8192 x 16384 in 429 us
+ * gemm_a4w4 as its configs' AMD author published it (results/reference/
+ * kernels/aiter-mi355x-a4w4-gemm-mxfp4.yaml): 8192 x 8192 x 16384 in 429 us
  * (2 x 8192 x 8192 x 16384 = 2.199e12 FLOP: 5124 TFLOP/s) and 16384 x
  * 16384 x 32768 in 3047 us (1.759e13 FLOP: 5775 TFLOP/s). The model gives
  * 5025 and 5239 TFLOP/s there (validate: -1.9 % and -9.3 %), so the times
