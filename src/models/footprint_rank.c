@@ -336,18 +336,16 @@ static double deferred_peak(const struct job_spec *j,
 	return peak;
 }
 
-static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
-			 const int64_t *split, const int64_t *first,
-			 int uniform, int64_t rank,
-			 const struct sched_live *live, struct kind_memo *km)
+/* w[c] = what one microbatch keeps on chunk c of pipeline rank `rank`
+ * (stage_act_B); its layers' HAS_ bits into *kinds. */
+static void rank_chunks_act(const struct job_spec *j,
+			    const struct layer_dims *d, const int64_t *split,
+			    const int64_t *first, int uniform, int64_t rank,
+			    struct kind_memo *km, double *w, unsigned *kinds)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	double w_small[16] = { 0 }, *w = w_small, peak, held;
 	int64_t c, vs, f, at = 0, n = 0;
-	unsigned kinds = 0;
 
-	if (p->vpp > 16 && !(w = mem_alloc((size_t)p->vpp * sizeof(*w))))
-		return -1;
 	for (c = 0; c < p->vpp; c++) {
 		vs = c * p->pp + rank;
 		if (first) {
@@ -357,16 +355,42 @@ static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
 				n += split[at++];
 			f = n;
 		}
-		w[c] = stage_act_B(j, d, split, f, uniform, vs, km, &kinds);
+		w[c] = stage_act_B(j, d, split, f, uniform, vs, km, kinds);
 	}
-	peak = sched_live_peak(live, w);
-	held = deferred_peak(j, d, rank, w);
-	if (w != w_small)
-		mem_free(w);
+}
+
+/* Rank `rank`'s activations: the peak of its live vectors with its
+ * chunks' w (rank_chunks_act) or of its deferred buffers, plus the
+ * transient of its largest layer's backward; -1 when out of memory. */
+static double rank_act_of(const struct job_spec *j, const struct layer_dims *d,
+			  int64_t rank, const struct sched_live *live,
+			  const double *w, double transient)
+{
+	double peak = sched_live_peak(live, w);
+	double held = deferred_peak(j, d, rank, w);
+
 	if (held < 0)
 		return -1;
-	return fmax(peak, held) + footprint_transient_act_B(d,
-		(enum layer_recompute)j->training.recompute, kinds);
+	return fmax(peak, held) + transient;
+}
+
+static double rank_act_B(const struct job_spec *j, const struct layer_dims *d,
+			 const int64_t *split, const int64_t *first,
+			 int uniform, int64_t rank,
+			 const struct sched_live *live, struct kind_memo *km)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	double w_small[16] = { 0 }, *w = w_small, act;
+	unsigned kinds = 0;
+
+	if (p->vpp > 16 && !(w = mem_alloc((size_t)p->vpp * sizeof(*w))))
+		return -1;
+	rank_chunks_act(j, d, split, first, uniform, rank, km, w, &kinds);
+	act = rank_act_of(j, d, rank, live, w, footprint_transient_act_B(d,
+			  (enum layer_recompute)j->training.recompute, kinds));
+	if (w != w_small)
+		mem_free(w);
+	return act;
 }
 
 double footprint_rank_act_B(const struct job_spec *j,
@@ -380,29 +404,30 @@ double footprint_rank_act_B(const struct job_spec *j,
 			  live, &km);
 }
 
-/* The footprint of one pipeline rank. */
-static int rank_footprint(const struct job_spec *j,
-			  const struct layer_dims *d, const int64_t *split,
-			  const int64_t *first, int64_t rank,
-			  const struct sched_live *live,
-			  const double pp_B[6], struct kind_memo *km,
-			  struct footprint *f)
+/* The footprint of pipeline rank `rank` but for its activations
+ * (f->activations_B and f->peak_B: rank_peak), and what those take:
+ * w[c], one microbatch's bytes on chunk c, and *transient. */
+static void rank_state(const struct job_spec *j, const struct layer_dims *d,
+		       const int64_t *split, const int64_t *first,
+		       int64_t rank, const double pp_B[6],
+		       struct kind_memo *km, struct footprint *f, double *w,
+		       double *transient)
 {
-	double w = pp_B[0], g = pp_B[1], o = pp_B[2], we = pp_B[3],
+	double pw = pp_B[0], g = pp_B[1], o = pp_B[2], we = pp_B[3],
 	       ge = pp_B[4], oe = pp_B[5], dense, experts;
 	int uniform = uniform_layers(j->model);
+	unsigned kinds = 0;
 
 	rank_params_split(j, d, split, first, uniform, rank, km, &dense,
 			  &experts);
 	f->rank = rank;
 	f->params = dense + experts;
-	f->weights_B = dense * w + experts * we;
+	f->weights_B = dense * pw + experts * we;
 	f->grads_B = dense * g + experts * ge;
 	f->optimizer_B = dense * o + experts * oe;
-	f->activations_B = rank_act_B(j, d, split, first, uniform, rank, live,
-				      km);
-	if (f->activations_B < 0)
-		return -1;
+	rank_chunks_act(j, d, split, first, uniform, rank, km, w, &kinds);
+	*transient = footprint_transient_act_B(d,
+		(enum layer_recompute)j->training.recompute, kinds);
 	f->workspace_B = j->framework->workspace_B;
 	if (model_is_moe(j->model) && j->parallelism.ep > 1)
 		f->workspace_B += ep_buffer_bytes(j->moe.dispatcher,
@@ -428,10 +453,10 @@ static int rank_footprint(const struct job_spec *j,
 				(double)j->framework->fsdp_prefetch_units *
 				largest_unit_params(j, d, split, first, rank,
 						    km, 1));
-		held = gathered / d->tp * (w * (double)(j->parallelism.dp *
-							j->parallelism.cp));
-		double all = dense * w * (double)(j->parallelism.dp *
-						  j->parallelism.cp) +
+		held = gathered / d->tp * (pw * (double)(j->parallelism.dp *
+							 j->parallelism.cp));
+		double all = dense * pw * (double)(j->parallelism.dp *
+						   j->parallelism.cp) +
 			     (edp > 1 ? experts * we * edp : 0);
 
 		if ((!j->framework->fsdp_reshard_after_forward ||
@@ -440,9 +465,68 @@ static int rank_footprint(const struct job_spec *j,
 			held = all;
 		f->workspace_B += held;
 	}
+}
+
+/* f's activations (rank f->rank's, live vectors live; w and transient
+ * from rank_state) and its peak. 0, or -1 when out of memory. */
+static int rank_peak(const struct job_spec *j, const struct layer_dims *d,
+		     const struct sched_live *live, const double *w,
+		     double transient, struct footprint *f)
+{
+	f->activations_B = rank_act_of(j, d, f->rank, live, w, transient);
+	if (f->activations_B < 0)
+		return -1;
 	f->peak_B = f->weights_B + f->grads_B + f->optimizer_B +
 		    f->activations_B + f->workspace_B;
 	return 0;
+}
+
+/*
+ * Ranks alike: a rank that holds neither end of the model (embedding,
+ * LM head and its deferred buffers: rank 0, rank p - 1), nor the MTP
+ * module, holds its chunks' layers and nothing else, so two such ranks
+ * whose chunks hold layers of the same slots in the same order (the
+ * split's counts alone for a uniform model, whose every layer has one
+ * slot: no MoE, linear attention or block pattern) have the same
+ * parameters, workspace, per-chunk activations and transient, the same
+ * operations giving the same bits (kind_memo): their footprints differ
+ * in the microbatches their schedules keep in flight alone. job_footprint
+ * keeps rank_state's result for the last CLASSES such classes met and
+ * runs only rank_peak for a further rank of one (1F1B pp 128: the 126
+ * middle ranks of an even split are one class).
+ */
+enum { CLASSES = 4 };
+
+struct rank_class {
+	int64_t rank;		/* the first rank of the class; -1: none */
+	double transient;	/* B, rank_state's */
+	struct footprint f;	/* rank_state's (rank: the first's) */
+};
+
+/* Whether pipeline rank r holds the layers of its chunks alone. */
+static int only_layers(const struct parallel_spec *p, int64_t r,
+		       int64_t mtp_rank)
+{
+	return r != 0 && r != p->pp - 1 && !holds_head(p, r) && r != mtp_rank;
+}
+
+/* Whether ranks r and q (both only_layers) are alike; of: the layers'
+ * slots (NULL: a uniform model). */
+static int alike(const struct parallel_spec *p, const int64_t *split,
+		 const int64_t *first, const uint8_t *of, int64_t r, int64_t q)
+{
+	int64_t c, a, b;
+
+	for (c = 0; c < p->vpp; c++) {
+		a = c * p->pp + r;
+		b = c * p->pp + q;
+		if (split[a] != split[b])
+			return 0;
+		if (of && split[a] > 0 &&
+		    memcmp(of + first[a], of + first[b], (size_t)split[a]) != 0)
+			return 0;
+	}
+	return 1;
 }
 
 /* The footprint of the worst rank into out and, for r < nper, of rank r
@@ -456,10 +540,15 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	/* a schedule holds one local batch's microbatches in flight (each
 	 * run drains before the next: job_schedule_runs) */
 	int64_t r, m = job_microbatches(j) / job_schedule_runs(j);
-	int64_t stages = p->pp * p->vpp;
+	int64_t stages = p->pp * p->vpp, k, next = 0;
+	int64_t mtp_rank = model_is_moe(j->model) && j->moe.mtp_layers > 0 ?
+			   split_mtp_stage(j) % p->pp : -1;
 	struct sched_live mine = { 0 };
 	struct layer_dims d;
 	struct kind_memo km;
+	struct rank_class cls[CLASSES];
+	/* w of each class, then of a rank of none: (CLASSES + 1) vpp */
+	double w_small[(CLASSES + 1) * 16], *ws = w_small, *w, transient;
 	/* each layer's slot, once for every rank (a uniform model asks
 	 * for one layer a stage: none) */
 	int64_t nl = j->model->num_hidden_layers, i;
@@ -473,6 +562,9 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 	    !(split = mem_alloc(2 * (size_t)stages * sizeof(*split))))
 		return -1;
 	first = split + stages;
+	if (p->vpp > 16 &&
+	    !(ws = mem_alloc((size_t)((CLASSES + 1) * p->vpp) * sizeof(*ws))))
+		goto out;
 	if (!uniform_layers(j->model)) {
 		of = nl <= 512 ? of_small : mem_alloc((size_t)nl);
 		if (!of)
@@ -480,6 +572,8 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 		for (i = 0; i < nl; i++)
 			of[i] = (uint8_t)slot_of(j->model, i);
 	}
+	for (k = 0; k < CLASSES; k++)
+		cls[k].rank = -1;
 	layer_dims_from_job(j, &d);
 	km = (struct kind_memo){ .j = j, .d = &d, .of = of };
 	split_layers(j, split);
@@ -491,16 +585,38 @@ static int job_footprint(const struct job_spec *j, double usable_B,
 		struct footprint f;
 		const struct sched_live *l = live ? &live[r] : &mine;
 
-		/* zeroed whole, padding too (rank_footprint sets the
-		 * members): the planner's helpers write a copy of the worst
-		 * footprint down a pipe byte for byte, and the 4 bytes after
-		 * `fits` went uninitialised (valgrind, plan --jobs 2) */
+		/* zeroed whole, padding too (rank_state sets the members,
+		 * a class's copy is taken byte for byte): the planner's
+		 * helpers write a copy of the worst footprint down a pipe
+		 * byte for byte, and the 4 bytes after `fits` went
+		 * uninitialised (valgrind, plan --jobs 2) */
 		memset(&f, 0, sizeof(f));
 		if (!live && sched_live_init(&mine, p->schedule, p->pp, p->vpp,
 					     m, r, footprint_extra_warmup(j)) != 0)
 			goto out;
-		if (rank_footprint(j, &d, split, first, r, l, pp_B, &km,
-				   &f) != 0)
+		k = CLASSES;	/* none */
+		if (only_layers(p, r, mtp_rank))
+			for (k = 0; k < CLASSES; k++)
+				if (cls[k].rank >= 0 &&
+				    alike(p, split, first, of, r, cls[k].rank))
+					break;
+		w = ws + k * p->vpp;
+		if (k < CLASSES) {	/* a class met before */
+			memcpy(&f, &cls[k].f, sizeof(f));
+			f.rank = r;
+			transient = cls[k].transient;
+		} else {
+			if (only_layers(p, r, mtp_rank))	/* a new class */
+				w = ws + (k = next++ % CLASSES) * p->vpp;
+			rank_state(j, &d, split, first, r, pp_B, &km, &f, w,
+				   &transient);
+			if (k < CLASSES) {
+				memcpy(&cls[k].f, &f, sizeof(f));
+				cls[k].rank = r;
+				cls[k].transient = transient;
+			}
+		}
+		if (rank_peak(j, &d, l, w, transient, &f) != 0)
 			goto out;
 		sched_live_release(&mine);
 		f.usable_B = usable_B;
@@ -517,6 +633,8 @@ out:
 	sched_live_release(&mine);
 	if (split != split_small)
 		mem_free(split);
+	if (ws != w_small)
+		mem_free(ws);
 	if (of != of_small)
 		mem_free(of);
 	return rc;
