@@ -12,6 +12,7 @@
 #include "models/footprint.h"
 #include "models/route.h"
 #include "models/sched.h"
+#include "models/split.h"
 
 static void assert_close(double got, double want)
 {
@@ -656,4 +657,62 @@ Test(footprint, eager_glu_offset_keeps_the_shifted_linear_half)
 	moe_case_dims(&m);
 	assert_close(footprint_kind_act_B(&m.d, &m.kind, LREC_NONE), plain);
 	moe_case_release(&m);
+}
+
+Test(footprint, alike_ranks_share_their_figures)
+{
+	static int64_t moe[] = { 5, 7, 8, 9, 13, 15, 16, 20, 21, 22, 23 };
+	struct fixture f;
+	struct layer_dims d;
+	struct footprint fp, per[8];
+	struct sched_live live;
+	int64_t split[8], r;
+	double act;
+
+	/* 24 layers on pp 8, 3 a rank (gbs 16, mbs 2, dp 1: m = 8, 1F1B),
+	 * MoE where moe[] says: the middle ranks 1-6 hold D D M, D M M,
+	 * M D D, D M D, M M D and D D M again (D dense, M MoE): five kinds
+	 * of rank, more than job_footprint remembers (4), rank 6 like
+	 * rank 1 after rank 1's class was dropped. Every rank's figures
+	 * must be the ones the rank alone gives (the public per-rank sums,
+	 * which share nothing), bit for bit: ranks with as many layers but
+	 * other kinds must not take each other's (rank 2 holds two MoE
+	 * layers, rank 1 one), and alike ranks differ in what their
+	 * schedule keeps in flight alone (rank 1 min(p - r, m) = 7
+	 * microbatches, rank 6 2). */
+	fixture_moe(&f, 8, 2, 512, 1);
+	f.model.num_hidden_layers = 24;
+	f.model.moe_layers.v = moe;
+	f.model.moe_layers.n = sizeof(moe) / sizeof(moe[0]);
+	f.model.moe_layers.given = 1;
+	f.job.parallelism.pp = 8;
+	f.job.parallelism.dp = 1;
+	layer_dims_from_job(&f.job, &d);
+	split_layers(&f.job, split);
+	for (r = 0; r < 8; r++)
+		cr_assert_eq(split[r], 3, "rank %lld: %lld layers",
+			     (long long)r, (long long)split[r]);
+	cr_assert_eq(job_microbatches(&f.job), 8);
+	cr_assert_eq(footprint_job_stages(&f.job, 1e15, &fp, per, 8), 0);
+	for (r = 0; r < 8; r++) {
+		cr_assert_eq(sched_live_init(&live, f.job.parallelism.schedule,
+					     8, 1, 8, r,
+					     footprint_extra_warmup(&f.job)), 0);
+		act = footprint_rank_act_B(&f.job, &d, split, r, &live);
+		sched_live_release(&live);
+		cr_assert_eq(per[r].rank, r);
+		cr_assert(per[r].params == footprint_rank_params(&f.job, &d,
+								  split, r),
+			  "rank %lld: %.17g params", (long long)r,
+			  per[r].params);
+		cr_assert(per[r].activations_B == act,
+			  "rank %lld: %.17g B, alone %.17g B", (long long)r,
+			  per[r].activations_B, act);
+		cr_assert(per[r].peak_B == per[r].weights_B + per[r].grads_B +
+			  per[r].optimizer_B + per[r].activations_B +
+			  per[r].workspace_B);
+	}
+	cr_assert(per[2].params > per[1].params);
+	cr_assert(per[6].params == per[1].params);
+	cr_assert(per[6].activations_B < per[1].activations_B);
 }
