@@ -153,6 +153,13 @@ static const struct schema_field engine_fields[] = {
 	{ .key = "prefix_caching", .type = ST_BOOL,
 	  .offset = OFF(prefix_caching), .flags = SF_REQUIRED,
 	  .help = "cached prompt prefixes are reused (serving.prefix_cache_hit_rate applies)" },
+	{ .key = "window_kv_groups", .type = ST_BOOL,
+	  .offset = OFF(window_kv_groups), .def = "false",
+	  .help = "a model with full and sliding-window attention layers pages "
+		  "its KV cache in groups of layers, a sliding-window group "
+		  "holding only the pages its window still reads (vLLM V1's "
+		  "hybrid KV cache manager); false: every attention layer "
+		  "holds a sequence's whole length" },
 	{ .key = "cuda_graphs", .type = ST_ENUM, .offset = OFF(cuda_graphs),
 	  .values = engine_graphs_names, .flags = SF_REQUIRED,
 	  .help = "kernels launched from a captured graph: none, piecewise "

@@ -288,6 +288,10 @@ struct engine_spec {
 	double workspace_B;			/* B per GPU outside weights, KV and activations
 						 * (graph pool, library workspaces, runtime) */
 	int prefix_caching;			/* reuses cached prompt prefixes */
+	int window_kv_groups;			/* full and sliding-window attention
+						 * layers paged in groups, a window
+						 * group holding the window's pages
+						 * only (infer_mem.c) */
 	int cuda_graphs;			/* enum engine_graphs */
 	int64_t cuda_graph_max;			/* largest captured step: sequences (full) or
 						 * tokens (piecewise) */

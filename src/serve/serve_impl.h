@@ -101,6 +101,15 @@ struct serve_inst {
 					 * states take (Gated DeltaNet layers,
 					 * a hybrid's Mamba-2 layers;
 					 * infer_mem.h); 0: none */
+	int64_t full_groups;		/* layer groups whose pages follow a
+					 * sequence's whole length (1 without
+					 * window_kv_groups; infer_mem.h) */
+	int64_t window_groups;		/* sliding-window groups (0: none),
+					 * each freeing a sequence's pages
+					 * wholly before its last
+					 * window_tokens tokens when the
+					 * sequence is next scheduled */
+	int64_t window_tokens;
 	int64_t max_seqs, max_tokens;	/* the instance's (all its ranks') */
 	int64_t adp;			/* attention-DP ranks, each with
 					 * max_tokens / adp of the budget */
@@ -244,11 +253,28 @@ int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
 void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		     double now);
 
-/* KV pages for tokens (the pool's pieces below: serve_queue.c). */
+/* KV pages a sequence holds for `tokens` tokens when it has computed
+ * `computed` of them (the pool's pieces below: serve_queue.c): every
+ * group's pages of the tokens, less a sliding-window group's pages its
+ * window no longer reads. */
+static inline int64_t kv_pages_at(const struct serve_inst *in,
+				  int64_t computed, int64_t tokens)
+{
+	int64_t p = (tokens + in->block - 1) / in->block;
+	/* a window group's pages wholly before token computed - W + 1 are
+	 * freed (vLLM SlidingWindowManager.remove_skipped_blocks, called
+	 * with the computed tokens before the step's slots are allocated) */
+	int64_t first = computed - in->window_tokens + 1;
+	int64_t skip = in->window_groups > 0 && first > 0 ? first / in->block : 0;
+
+	return in->full_groups * p + in->window_groups * (p - skip) +
+	       (tokens > 0 ? in->state_pages : 0);
+}
+
+/* KV pages a sequence of `tokens` tokens takes from scratch. */
 static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)
 {
-	return (tokens + in->block - 1) / in->block +
-	       (tokens > 0 ? in->state_pages : 0);
+	return kv_pages_at(in, 0, tokens);
 }
 
 /* Pages in use changed at now: accumulate the occupancy integral. */

@@ -118,8 +118,18 @@ void serve_kv_account(struct serve_inst *in, double now)
 int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 		   double now)
 {
-	int64_t need = kv_pages_for(in, tokens) - r->pages;
+	int64_t need = kv_pages_at(in, r->computed, tokens) - r->pages;
 
+	if (need < 0 && in->window_groups > 0) {
+		/* pages its window left behind go back to the pool */
+		serve_kv_account(in, now);
+		in->free_pages -= need;
+		r->pages += need;
+		if (in->adp_used && r->adp_rank >= 0)
+			in->adp_used[r->adp_rank] += need;
+		serve_kv_account(in, now);
+		return 1;
+	}
 	if (need <= 0)
 		return 1;
 	if (need > in->free_pages)
