@@ -688,6 +688,14 @@ static const struct schema_field framework_fields[] = {
 		  "forward and backward of a microbatch: none, tp_cp "
 		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
 		  "<= 0.7 and >= 0.9)" },
+	{ .key = "moe_aux_loss_reduction", .type = ST_ENUM,
+	  .offset = FOFF(moe_aux_loss_reduction),
+	  .values = amax_reduction_names, .def = "none",
+	  .help = "MoE training: the group the router all-reduces its "
+		  "aux loss's tokens-per-expert counts over, blocking, every "
+		  "forward of every MoE layer: none, tp_cp (Megatron-Core's "
+		  "aux_loss and seq_aux_loss) or stage (tp x cp x dp: "
+		  "global_aux_loss)" },
 	{ .key = "fp8_fast_accumulation", .type = ST_ENUM,
 	  .offset = FOFF(fp8_fast_accum), .values = fp8_fast_accum_names,
 	  .def = "none",

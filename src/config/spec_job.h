@@ -504,6 +504,9 @@ struct framework_spec {
 						 * family when head_dim_qk != head_dim_v */
 	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
 						 * blocking amax all-reduce per chunk pass */
+	int moe_aux_loss_reduction;		/* enum amax_reduction's groups: the MoE
+						 * router's aux-loss token counts, all-reduced
+						 * every forward (none, tp_cp, stage) */
 	int fp8_fast_accum;			/* enum fp8_fast_accum: the fp8 GEMMs run in
 						 * Hopper's fast-accumulation mode */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */

@@ -114,6 +114,10 @@ struct moe_dims {
 				 * GEMM and top-k (framework host data) */
 	double router_bwd_ops;	/* kernels of the aux loss's backward beyond
 				 * the top-k's (framework host data) */
+	int aux_group;		/* enum layout_group the aux loss's counts
+				 * are all-reduced over each forward; -1:
+				 * none (framework moe_aux_loss_reduction,
+				 * moe_router.c) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
 				 * preprocessing (framework host data; the
 				 * unfused permute's with more than one local

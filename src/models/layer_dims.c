@@ -172,6 +172,21 @@ static double stash_row_B(const struct layer_dims *d)
 }
 
 /* The routed experts' shapes; route.c fills the routing. */
+/* The group the router's aux loss all-reduces its token counts over
+ * (framework moe_aux_loss_reduction; moe_router.c), or -1: none, in
+ * inference, under a fixed gate (no router), or when the group is one
+ * GPU (Megatron-Core's _reduce returns a one-rank group's input). */
+static int aux_group(const struct job_spec *j, const struct moe_dims *e)
+{
+	const struct parallel_spec *p = &j->parallelism;
+	int r = j->framework->moe_aux_loss_reduction;
+	int64_t n = p->tp * p->cp * (r == AMAX_STAGE ? p->dp : 1);
+
+	if (r == AMAX_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
+		return -1;
+	return r == AMAX_TP_CP ? LG_TPCP : LG_STAGE;
+}
+
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
@@ -240,6 +255,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 				      0) : 0;
 	e->router_ops = (double)j->framework->host.router_ops;
 	e->router_bwd_ops = (double)j->framework->host.router_bwd_ops;
+	e->aux_group = aux_group(j, e);
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
 	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
 	e->dispatch_ops = (double)j->framework->host.dispatch_ops;

@@ -33,6 +33,30 @@
 
 #include "config/spec_gpu.h"
 
+/* The aux loss's token counts, summed over the ranks that share the
+ * layer's tokens (framework moe_aux_loss_reduction; the group is
+ * m->aux_group, -1: none). Megatron-Core's get_tokens_per_expert_and_
+ * token_count (moe_utils.py @ NVIDIA/Megatron-LM d98e8a64dd, l. 269-288)
+ * sums routing_map over the tokens (E int64 counts: 8 B each) and calls
+ * reduce_from_tensor_model_parallel_region over reduce_group: the
+ * tp_cp group for aux_loss and seq_aux_loss, tp_dp_cp for
+ * global_aux_loss (router.py _apply_aux_loss, _apply_seq_aux_loss,
+ * _apply_global_aux_loss); core_r0.8-0.10 call torch.distributed.
+ * all_reduce on get_tensor_and_context_parallel_group() inside
+ * switch_load_balancing_loss_func. A synchronous all_reduce: the compute
+ * stream waits for it (LS_COMPUTE), so every member waits for the
+ * slowest to route its tokens, once a forward of every MoE layer (and
+ * again in a recomputed router: the aux loss runs whenever grad is
+ * enabled). */
+static void aux_reduce(struct layer_ops *o, enum layer_pass pass,
+		       const struct moe_dims *m)
+{
+	if (m->aux_group < 0)
+		return;
+	lop_coll(o, "router_aux_reduce", pass, (enum layout_group)m->aux_group,
+		 LS_COMPUTE, COLL_ALLREDUCE, m->experts * 8);
+}
+
 void moe_router_fwd(struct layer_ops *o, enum layer_pass pass,
 		    const struct layer_dims *d)
 {
@@ -62,6 +86,7 @@ void moe_router_fwd(struct layer_ops *o, enum layer_pass pass,
 	if (m->router_ops > 0)	/* aux losses and bookkeeping on [T, E] */
 		lop_eager(o, "router_aux", pass, T * E * 4, E * 4, 0,
 			  m->router_ops, T * E);
+	aux_reduce(o, pass, m);
 }
 
 /* Bytes per element of the router's 16-bit operands and of its own

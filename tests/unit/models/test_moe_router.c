@@ -190,3 +190,58 @@ Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
 	cr_assert_float_eq(m.o.op[at].k.accum_B, 0, 1e-12);
 	moe_case_release(&m);
 }
+
+/*
+ * The aux loss's token counts are all-reduced over the ranks that share
+ * the layer's tokens (moe_router.c aux_reduce; framework
+ * moe_aux_loss_reduction): Megatron-Core's get_tokens_per_expert_and_
+ * token_count reduces E int64 counts, here E = 8: 8 x 8 = 64 B, a
+ * blocking all-reduce on the compute stream right after the router's aux
+ * ops, forward only (its backward is the loss's, not a collective).
+ * tp_cp: over tp x cp (LG_TPCP), none when that group is one GPU; stage
+ * (global_aux_loss): over tp x cp x dp (LG_STAGE); none: nothing.
+ */
+Test(moe, aux_loss_counts_are_all_reduced_over_the_token_group)
+{
+	struct moe_case m;
+	const struct layer_op *c;
+	int at;
+
+	moe_case_init(&m, 8, 2, 512, 2);
+	m.f.fw.host.router_ops = 8;
+	m.f.fw.moe_aux_loss_reduction = AMAX_TP_CP;
+	m.f.job.parallelism.tp = 1;
+	m.f.job.parallelism.cp = 1;
+	m.f.job.parallelism.dp = 4;
+	moe_case_fwd(&m);	/* tp x cp = 1 GPU: Megatron returns early */
+	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+
+	m.f.job.parallelism.tp = 2;
+	moe_case_fwd(&m);
+	at = fixture_op_index(&m.o, "router_aux");
+	cr_assert(at >= 0);
+	cr_assert_eq(fixture_op_index(&m.o, "router_aux_reduce"), at + 1);
+	c = fixture_op(&m.o, "router_aux_reduce");
+	cr_assert_eq(c->kind, LOP_COLL);
+	cr_assert_eq(c->coll, COLL_ALLREDUCE);
+	cr_assert_float_eq(c->coll_B, 64, 1e-12);
+	cr_assert_eq(c->group, LG_TPCP);
+	cr_assert_eq(c->stream, LS_COMPUTE);
+	cr_assert_eq(c->pass, PASS_FWD);
+	moe_case_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+
+	/* global_aux_loss: the whole stage, even at tp 1 (dp 4) */
+	m.f.job.parallelism.tp = 1;
+	m.f.fw.moe_aux_loss_reduction = AMAX_STAGE;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "router_aux_reduce");
+	cr_assert_not_null(c);
+	cr_assert_eq(c->group, LG_STAGE);
+
+	/* no aux loss in the model (gpt-oss: load balancing "none") */
+	m.f.fw.moe_aux_loss_reduction = AMAX_NONE;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+	moe_case_release(&m);
+}
