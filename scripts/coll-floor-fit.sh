@@ -26,19 +26,7 @@ for g in $(echo "$gpus" | tr , ' '); do
 		 results/reference/collectives/aic-nccl*-"$g"-reducescatter-*g.yaml; do
 		[ -f "$t" ] || continue
 		tsys=$(sed -n 's/^system: *//p' "$t")
-		python3 scripts/coll-table-jsonl.py "$t" | python3 -c '
-import json, sys
-mx = int(sys.argv[1]); out = []; n = 0
-for l in sys.stdin:
-    o = json.loads(l)
-    if o["type"] == "point":
-        if mx and o["bytes"] > mx:
-            continue
-        n += 1
-    if o["type"] == "end":
-        o["points"] = n
-    out.append(json.dumps(o))
-print("\n".join(out))' "$max" > "$tmp/t.jsonl"
+		python3 scripts/coll-table-jsonl.py "$t" --max-bytes "$max" > "$tmp/t.jsonl"
 		"$llmsim" measure --import "$tmp/t.jsonl" --system "$tsys" \
 			--db "$db" >/dev/null
 		n=$((n + 1))

@@ -3,8 +3,8 @@
 (docs/measure.md), so that `llmsim measure --import` stores them and
 `llmsim calibrate` fits named parameters to them:
 
-    scripts/coll-table-jsonl.py TABLE.yaml [--min-bytes B] > T.jsonl
-    scripts/coll-table-jsonl.py --nccl-tests OP OUT.txt [--min-bytes B] > T.jsonl
+    scripts/coll-table-jsonl.py TABLE.yaml [--min-bytes B] [--max-bytes B] > T.jsonl
+    scripts/coll-table-jsonl.py --nccl-tests OP OUT.txt [--min-bytes B] [--max-bytes B] > T.jsonl
     llmsim measure --import T.jsonl --system SYSTEM --db DB
     llmsim calibrate --db DB --run N[,N] --params gpu.KEY
 
@@ -17,8 +17,8 @@ ranks, their hosts the nodes, the device of rank 0 the device; a row's
 time is the out-of-place column (the 8th field from the end: out-of-place
 time algbw busbw #wrong, then in-place's four). One run a file; one time
 a size (min = max = median); busbw and algbw from the time with nccl-tests'
-factors. --min-bytes drops rows below B (nccl-tests' size, the whole
-buffer). Exit 2 on input it cannot read. Needs PyYAML for tables."""
+factors. --min-bytes drops rows below B, --max-bytes rows above B (0:
+none) (nccl-tests' size, the whole buffer). Exit 2 on input it cannot read. Needs PyYAML for tables."""
 import json
 import re
 import sys
@@ -89,15 +89,22 @@ def nccl_tests(op, path):
     return op, dt, hello, rows
 
 
+def bytes_opt(args, name):
+    """Take NAME B out of ARGS: B, or 0 without it."""
+    if name not in args:
+        return 0
+    i = args.index(name)
+    try:
+        v = int(args[i + 1])
+    except (IndexError, ValueError):
+        fail(f'{name}: expected a whole number of bytes')
+    del args[i:i + 2]
+    return v
+
+
 def main(argv):
-    args, lo = list(argv[1:]), 0
-    if '--min-bytes' in args:
-        i = args.index('--min-bytes')
-        try:
-            lo = int(args[i + 1])
-        except (IndexError, ValueError):
-            fail('--min-bytes: expected a whole number of bytes')
-        del args[i:i + 2]
+    args = list(argv[1:])
+    lo, hi = bytes_opt(args, '--min-bytes'), bytes_opt(args, '--max-bytes')
     if len(args) == 3 and args[0] == '--nccl-tests':
         op, dt, hello, rows = nccl_tests(args[1], args[2])
         src = args[2]
@@ -106,15 +113,15 @@ def main(argv):
         src = args[0]
     else:
         fail('usage: coll-table-jsonl.py TABLE.yaml | --nccl-tests OP OUT.txt '
-             '[--min-bytes B]')
+             '[--min-bytes B] [--max-bytes B]')
     if op not in FACTOR:
         fail(f'op {op}: allreduce, allgather, reducescatter or alltoall')
     if dt not in SIZE:
         fail(f'type {dt} unknown')
     p = hello['ranks']
-    rows = [r for r in rows if r[0] >= lo]
+    rows = [r for r in rows if r[0] >= lo and not (hi and r[0] > hi)]
     if not rows:
-        fail(f'{src}: no row of at least {lo} B')
+        fail(f'{src}: no row of {lo} B or more' + (f' and {hi} B or less' if hi else ''))
     out = [dict({'type': 'hello', 'protocol': 1, 'backend': 'cuda', 'library': 'NCCL',
                  'library_version': '', 'library_path': src, 'runtime': '', 'cpus': 1,
                  'iters': 1, 'warmup': 0}, **hello)]

@@ -57,6 +57,11 @@ refused "straggler without --full" 'straggler: GPU 3 computes 1\.3 times slower.
 	--set straggler.compute_scale=1.3
 refused "a budget without a unit" "--max-memory '12': expected a size" \
 	workloads/jobs/default.yaml --max-memory 12
+# 0 parses as a size but is no budget: the error says it must be above 0
+refused "a zero budget" "--max-memory '0 GB': expected a size above 0 .*: a budget must be more than 0 B" \
+	workloads/jobs/default.yaml --max-memory '0 GB'
+refused "a zero trace budget" "--max-trace '0 B': expected a size above 0" \
+	workloads/jobs/default.yaml --max-trace '0 B'
 # A serving run holds every request (160 B of state, 4 latency samples
 # and 2 queue slots of 8 B: 208 B, serve_memory_B): 1e8 requests need
 # about 2.08e10 B = 20.8 GB, past 4 GiB (4.295 GB). Serving ignored the

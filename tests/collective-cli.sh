@@ -115,6 +115,12 @@ grep -q "warning: 5 sizes below 32 B left out: .*(a whole float element per rank
 status 2 "no whole element" --system dgx-h100 --op allgather --ranks 8 --min 1 --max 16 --tester elements
 grep -q -- "--max (16 B) holds less than a whole float element per rank" "$tmp/err" ||
 	{ echo "FAIL: message for --max 16"; cat "$tmp/err"; fail=1; }
+# --max holds 256 elements, but the step factor leaps from --min (1 B,
+# below one 4 B element of the 8 x 4 = 32 B granule) past it: the error
+# names --min and the factor, not --max
+status 2 "a step past --max" --system dgx-h100 --op allreduce --ranks 8 --min 1 --max 1K --step-factor 1e9
+grep -q -- "no size from --min (1 B) by --step-factor 1e+09 up to --max (1024 B) holds a whole float element: allreduce over 8 ranks moves a multiple of 4 B" "$tmp/err" ||
+	{ echo "FAIL: message for a step past --max"; cat "$tmp/err"; fail=1; }
 # A row is the library's own test suite's row (--tester, default by the
 # system's library). 1 MiB of bf16 all-gather over 6 ranks = 524288
 # elements, 87381 a rank: nccl-tests v2.19.6 87381 & ~7 = 87376 (1048512

@@ -76,16 +76,18 @@ expect 1 "step past the engine's range" "$llmsim" run $job --no-store \
 	--set 'system.gpu.matrix_peak.bf16=1 GFLOP/s' \
 	--set training.seq_len=1048576 &&
 	says "step past the engine's range" "longer than the engine represents"
-# Serving likewise: 20 Poisson arrivals at 1e-9 requests/s span about
-# 20 / 1e-9 = 2e10 s, past 2^62 ns = 4.6e9 s (it was an assertion in
-# units_s_to_ns, exit 134); an arrival rate of 1e-15/s puts even the
-# first request past it.
+# Serving: 20 Poisson arrivals at 1e-9 requests/s span about
+# 20 / 1e-9 = 2e10 s, past the 1e9 s (about 32 years) a drawn arrival
+# may have (serve_req.c ARRIVAL_MAX_S, inside the engine's 2^62 ns =
+# 4.6e9 s; it was an assertion in units_s_to_ns, exit 134, then exit 1
+# at run time); an arrival rate of 1e-15/s puts even the first request
+# past it. Bad input: exit 2, naming the key.
 for rate in 1e-9 1e-15; do
-	expect 1 "serving past the engine's range ($rate/s)" "$llmsim" run \
+	expect 2 "serving past the engine's range ($rate/s)" "$llmsim" run \
 		workloads/jobs/serve-llama3-70b-h100.yaml --no-store \
 		--set serving.arrival_rate=$rate --set serving.requests=20 &&
 		says "serving past the engine's range ($rate/s)" \
-			"the serving simulation is longer than the engine represents"
+			"llmsim simulates; raise arrival_rate"
 done
 
 # ---- 3. a failed write of the output is an error (exit 1), not success

@@ -142,6 +142,19 @@ bad "ep 3 with 16 redundant experts" \
 bad "redundant experts in training" \
 	"--set:1:23: error: layout: moe.redundant_experts 32 on a training job" \
 	workloads/jobs/deepseek-v3-2048.yaml --set moe.redundant_experts=32
+# balance eplb (EPLB's slots, equally loaded) on a training job: an
+# inference setting as well, refused at its key rather than run as random
+bad "eplb balance in training" \
+	"--set:1:21: error: 'moe.routing.balance' eplb on a training job: EPLB places expert replicas from served traffic" \
+	workloads/jobs/deepseek-v3-2048.yaml --set moe.routing.balance=eplb
+
+# A Poisson rate too low for the requests: 2000 requests at 1e-6/s arrive
+# over about 2e9 s (1e9 +- 3 % at the 1000th); the first arrival past 1e9 s (the bound a trace row
+# has, far inside the engine's 2^62 ns) is bad input, exit 2 naming the
+# rate, not a runtime failure.
+bad "arrival rate too low" \
+	"serving.arrival_rate 1e-06 requests/s: request 1[0-9][0-9][0-9] of 2000 would arrive at [0-9.e+]* s, past the 1e+09 s" \
+	"$job" --set serving.requests=2000 --set serving.arrival_rate=1e-6
 
 # A disaggregated pool's tp held to the job's tp rules (Llama 3 70B: 64
 # heads; a decode pool of tp 3 ran), and its attention_dp to an MoE model

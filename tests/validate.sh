@@ -369,6 +369,42 @@ status 2 "a row's timed_calls without power_before" --kind kernel --reference "$
 grep -q "bad.yaml.*'timed_calls': only in a file with power_before" "$tmp/err" ||
 	bad "a row's timed_calls without power_before: no error"
 rm "$tmp/ref/kernels/bad.yaml" "$tmp/burst.src"
+# The kernel's accumulator stages (gemm file key accumulator_stages;
+# src/calib/valid_power.c): mxfp8 8192 x 8192 x 4096 on b200. With one
+# stage a wave costs t_0 + max(t_c, t_m) + t_e, with two max(t_c, t_m +
+# t_e) and the last t_e once; max(a, b) + c >= max(a, b + c), so for any
+# tile one stage is at least t_0 = 1 us a wave dearer, less the last
+# epilogue (148 x 128 x 256 x 2 B = 9.7 MB, at most 1.4 us at B200's HBM
+# rate and more above it in L2). Every tile list entry covers at most
+# 128 x 256 outputs: at least ceil(64 x 32 / 148) = 14 waves, so the
+# one-stage time exceeds the two-stage one by >= 14 - 1.4 = 12.6 us (t =
+# 2 m n k / rate; launch_overhead 0). An explicit 1 is the GPU's own.
+printf '%s\n' 'id: K-ST1' 'gpu: b200' 'kind: gemm' 'dtype: mxfp8' \
+	'timing: single' 'launch_overhead: 0 us' 'rows:' \
+	'  - {label: st1, m: 8192, n: 8192, k: 4096, tflops: 3000}' \
+	>"$tmp/ref/kernels/st1.yaml"
+sed 's/K-ST1/K-STX/; s/timing: single/timing: single\naccumulator_stages: 1/; s/st1,/stx,/' \
+	"$tmp/ref/kernels/st1.yaml" >"$tmp/ref/kernels/stx.yaml"
+sed 's/K-ST1/K-ST2/; s/timing: single/timing: single\naccumulator_stages: 2/; s/st1,/st2,/' \
+	"$tmp/ref/kernels/st1.yaml" >"$tmp/ref/kernels/st2.yaml"
+kernel_rows
+[ "$rc" -le 1 ] || bad "accumulator stage rows: exit $rc"
+awk '/ st1 8192/ {a = $(NF-2)} / stx 8192/ {x = $(NF-2)} / st2 8192/ {b = $(NF-2)}
+	END {f = 2 * 8192 * 8192 * 4096 / 1e12
+	     exit !(a > 0 && b > 0 && x == a && (f / a - f / b) * 1e6 >= 12.6)}' "$tmp/out" ||
+	bad "accumulator_stages: expected 2 at least 12.6 us faster than 1, an explicit 1 as none"
+rm "$tmp/ref/kernels/st1.yaml" "$tmp/ref/kernels/stx.yaml"
+mv "$tmp/ref/kernels/st2.yaml" "$tmp/st2.src"
+for c in 's/accumulator_stages: 2/accumulator_stages: 3/|expected 1 or 2' \
+	's/accumulator_stages: 2/accumulator_stages: 1.5/|expected 1 or 2' \
+	's/accumulator_stages: 2/accumulator_stages: two/|expected 1 or 2' \
+	's/kind: gemm/kind: memory/|only for kind gemm'; do
+	sed "${c%%|*}" "$tmp/st2.src" >"$tmp/ref/kernels/bad.yaml"
+	status 2 "accumulator_stages: ${c%%|*}" --kind kernel --reference "$tmp/ref"
+	grep -q "bad.yaml.*${c#*|}" "$tmp/err" ||
+		bad "accumulator_stages ${c%%|*}: no error '${c#*|}'"
+done
+rm "$tmp/ref/kernels/bad.yaml" "$tmp/st2.src"
 # Grouped GEMM rows (groups: G, group_dim m or k; m or k the total). 8
 # groups of 16384 x 4096 x 4096 against one 131072 x 4096 x 4096 on
 # B200 (mxfp8): with 128 x 256 tiles both are 16384 tiles, 110.7 waves

@@ -179,6 +179,12 @@ int valid_power_read(const struct cnode *root, const char *kind,
 		     const struct gpu_spec *g, struct valid_power *p,
 		     struct diag *d);
 
+/* g's gemm_accumulator_stages from root's accumulator_stages (1 or 2;
+ * absent: g's own), only in a file of kind gemm. 0, or -1 after an error
+ * at the key (valid_power.c). */
+int valid_stages_read(const struct cnode *root, const char *kind,
+		      struct gpu_spec *g, struct diag *d);
+
 /* The timed calls of row (its own timed_calls or p's) into *timed. 0, or
  * -1 after an error at its timed_calls. */
 int valid_power_row_calls(const struct cnode *row,

@@ -18,7 +18,8 @@
  * pass only (a source that published the forward, or the backward).
  * A gemm file may state its calls' power regime (power_before: idle,
  * warmup_calls, timed_calls; valid_power.c): its rows are then priced
- * at the burst clock until the power window's hold, not all sustained.
+ * at the burst clock until the power window's hold, not all sustained;
+ * and its kernel's accumulator_stages (valid_power.c).
  * A key the file's kind does not take, in the file or a row, is an
  * error at it, and so is a flag (scored, causal) other than true or
  * false.
@@ -100,7 +101,8 @@ static const char *const file_keys[] = {
 	"id", "title", "source", "confidence", "measured_on", "notes", "gpu",
 	"kind", "dtype", "timing", "launch_overhead", "min_time", "weights",
 	"fp8_accumulation", "kv_dtype", "decode_kernel", "array_bytes",
-	"power_before", "warmup_calls", "timed_calls", "rows", NULL,
+	"power_before", "warmup_calls", "timed_calls", "accumulator_stages",
+	"rows", NULL,
 };
 
 static const struct {
@@ -370,7 +372,8 @@ static int read_header(struct config_ctx *cx, const struct cnode *root,
 		    read_fp8_accum(root, r, cx->diag) < 0)
 			return -1;
 	}
-	if (valid_power_read(root, r->kind, &r->g, &r->power, cx->diag) < 0)
+	if (valid_power_read(root, r->kind, &r->g, &r->power, cx->diag) < 0 ||
+	    valid_stages_read(root, r->kind, &r->g, cx->diag) < 0)
 		return -1;
 	return read_weights(root, r, cx->diag);
 }

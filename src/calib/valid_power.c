@@ -24,6 +24,18 @@
  * them: the power rises slower than the model's); a GPU without the
  * power model is an error at power_before.
  *
+ * The kernel's accumulator stages. A gemm file may also say how many
+ * accumulator buffers a SM of its kernel holds,
+ *
+ *     accumulator_stages: 1 or 2
+ *
+ * in place of the GPU's gemm_accumulator_stages (gpu_gemm.c, "Epilogue
+ * overlap"): the GPU's value is what the vendor library of its training
+ * and serving paths runs (cuBLAS's sm100 kernels: not published, 1),
+ * while a table of CUTLASS sm100 kernels, whose builder gives two
+ * tensor-memory stages at every tile here, states 2 where its file names
+ * the kernel's source. Only for kind gemm.
+ *
  * Approximation [?]: each row starts from the idle board; a harness that
  * runs its rows one after another with only short host gaps between
  * carries some of the last row's power into the window, so a long row
@@ -105,6 +117,24 @@ int valid_power_read(const struct cnode *root, const char *kind,
 	    get_calls(root, "timed_calls", 1, &p->timed_calls, d) < 0)
 		return -1;
 	p->on = 1;
+	return 0;
+}
+
+int valid_stages_read(const struct cnode *root, const char *kind,
+		      struct gpu_spec *g, struct diag *d)
+{
+	const struct cnode *n = cnode_get(root, "accumulator_stages");
+	double v;
+
+	if (!n)
+		return 0;
+	if (strcmp(kind, "gemm"))
+		return bad_at(n, "'accumulator_stages': only for kind gemm", d);
+	if (!valid_parse_number(scalar(root, "accumulator_stages"), 1, 1, &v) ||
+	    v > 2)
+		return bad_at(n, "'accumulator_stages': expected 1 or 2 (the "
+			      "kernel's accumulator buffers a SM)", d);
+	g->gemm_accumulator_stages = (int64_t)v;
 	return 0;
 }
 

@@ -674,6 +674,16 @@ static int left_out(const struct opts *o, double g, int empty, int nrows,
 				 "runs it", per_rank,
 				 coll_tester_names[o->tester]);
 	}
+	/* --max holds a granule, but every size the step factor reached
+	 * from --min was below one (--min 1 --step-factor 1e308) */
+	if (nrows == 0 && o->max_B >= g) {
+		diag_error(d, NULL, 0, 0, "no size from --min (%.0f B) by "
+			   "--step-factor %g up to --max (%.0f B) holds %s: %s "
+			   "moves a multiple of %.0f B (NCCL launches nothing "
+			   "for count 0); raise --min or lower --step-factor",
+			   o->min_B, o->factor, o->max_B, unit, what, g);
+		return -1;
+	}
 	if (nrows == 0) {
 		diag_error(d, NULL, 0, 0, "--max (%.0f B) holds less than %s: "
 			   "%s moves a multiple of %.0f B (NCCL launches "

@@ -77,10 +77,13 @@ enum {
 static int size_opt(const char *opt, const char *v, double *out_B)
 {
 	const char *why = "";
+	int rc = units_parse(v, UNIT_BYTES, out_B, &why);
 
-	if (units_parse(v, UNIT_BYTES, out_B, &why) != 0 || !(*out_B > 0)) {
-		cli_usage_error("run", "%s '%s': expected a size such as "
-				"'24 GiB'%s%s", opt, v, *why ? ": " : "", why);
+	if (rc == 0 && !(*out_B > 0))
+		why = "a budget must be more than 0 B";
+	if (rc != 0 || !(*out_B > 0)) {
+		cli_usage_error("run", "%s '%s': expected a size above 0 such "
+				"as '24 GiB'%s%s", opt, v, *why ? ": " : "", why);
 		return -1;
 	}
 	return 0;

@@ -120,6 +120,12 @@ static const struct schema_field fabric_fields[] = {
 	  .offset = OFF(reduction_efficiency), .def = "1",
 	  .min = SCHEMA_EFF_MIN, .max = 1,
 	  .help = "fraction of link rate in-switch reduction sustains" },
+	{ .key = "reduction_bandwidth", .type = ST_BANDWIDTH,
+	  .offset = OFF(reduction_Bps), .def = "0 B/s", .min = 1e9, .max = 1e14,
+	  .flags = SF_ZERO_OFF | SF_FIT,
+	  .help = "in-switch reduction (NVLS): bytes of one GPU's data the "
+		  "switches reduce per second, whatever the heads; 0 = the "
+		  "links alone bound it" },
 	{ .key = "gpus_per_switch", .type = ST_INT, .offset = OFF(gpus_per_switch),
 	  .def = "2", .min = 1, .max = 1024,
 	  .help = "pcie_tree: GPUs under one PCIe switch" },

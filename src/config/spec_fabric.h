@@ -72,6 +72,7 @@ struct fabric_spec {
 	int64_t max_endpoints;			/* largest pod the fabric builds; 0 = unbounded */
 	int in_switch_reduction;		/* switches reduce (NVLS, SHARP) */
 	double reduction_efficiency;		/* fraction of link rate in-switch reduction sustains */
+	double reduction_Bps;			/* B/s, what the switches reduce of one GPU's data (NVLS); 0 = no bound */
 	int64_t gpus_per_switch;		/* pcie_tree: GPUs under one PCIe switch */
 	int64_t nics_per_switch;		/* pcie_tree (host fabric): NICs under one PCIe switch */
 	int64_t switch_radix;			/* fat_tree: ports per switch */

@@ -13,6 +13,8 @@
 
 const char *const opt_update_names[] = {"fused", "eager", "foreach", NULL};
 const char *const amax_reduction_names[] = {"none", "tp_cp", "stage", NULL};
+const char *const moe_lb_type_names[] = {"none", "aux_loss", "seq_aux_loss",
+					 "global_aux_loss", "sinkhorn", NULL};
 const char *const fp8_fast_accum_names[] = {"none", "fprop", "all", NULL};
 const char *const pp_split_names[] = {"megatron", "front", NULL};
 const char *const balanced_gate_names[] = {"random", "round_robin", NULL};
@@ -282,14 +284,19 @@ static const struct schema_field host_fields[] = {
 	{ .key = "router_ops", .type = ST_INT, .offset = HOFF(router_ops),
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops the router issues beyond its GEMM and "
-		  "top-k (aux losses, bookkeeping), per forward" },
+		  "top-k when it has no aux loss (force balancing's random "
+		  "logits), per forward" },
+	{ .key = "router_aux_ops", .type = ST_INT,
+	  .offset = HOFF(router_aux_ops), .def = "0", .min = 0, .max = 1e4,
+	  .help = "MoE: more small ops the router issues for its aux loss "
+		  "(scores, counts, the loss, its tracker and scaler), per "
+		  "forward; none when moe_router_load_balancing_type is none" },
 	{ .key = "router_bwd_ops", .type = ST_INT,
 	  .offset = HOFF(router_bwd_ops), .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: kernels the router's aux-loss backward runs beyond the "
 		  "top-k's (the loss scaler, the fused loss and score backward, "
-		  "the sum of the logits' two gradients), per backward; every "
-		  "MoE job is taken to train with an aux loss (no job key "
-		  "turns it off)" },
+		  "the sum of the logits' two gradients), per backward; none "
+		  "when moe_router_load_balancing_type is none" },
 	{ .key = "dispatch_ops", .type = ST_INT, .offset = HOFF(dispatch_ops),
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops of the dispatcher's preprocessing "
@@ -688,14 +695,15 @@ static const struct schema_field framework_fields[] = {
 		  "forward and backward of a microbatch: none, tp_cp "
 		  "(Megatron-Core 0.8) or stage (tp x cp x dp: Megatron-Core "
 		  "<= 0.7 and >= 0.9)" },
-	{ .key = "moe_aux_loss_reduction", .type = ST_ENUM,
-	  .offset = FOFF(moe_aux_loss_reduction),
-	  .values = amax_reduction_names, .def = "none",
-	  .help = "MoE training: the group the router all-reduces its "
-		  "aux loss's tokens-per-expert counts over, blocking, every "
-		  "forward of every MoE layer: none, tp_cp (Megatron-Core's "
-		  "aux_loss and seq_aux_loss) or stage (tp x cp x dp: "
-		  "global_aux_loss)" },
+	{ .key = "moe_router_load_balancing_type", .type = ST_ENUM,
+	  .offset = FOFF(moe_lb_type), .values = moe_lb_type_names,
+	  .def = "none",
+	  .help = "MoE training: Megatron-Core's router load balancing. none: "
+		  "no aux loss (no aux kernels, no count all-reduce); aux_loss "
+		  "and seq_aux_loss: the aux loss's kernels (host router_aux_ops, "
+		  "router_bwd_ops) and its tokens-per-expert counts all-reduced "
+		  "over tp x cp every forward; global_aux_loss: over tp x dp x "
+		  "cp; sinkhorn is not modelled (exit 2)" },
 	{ .key = "fp8_fast_accumulation", .type = ST_ENUM,
 	  .offset = FOFF(fp8_fast_accum), .values = fp8_fast_accum_names,
 	  .def = "none",
@@ -772,6 +780,17 @@ static int framework_check(void *obj, const struct schema_at *at,
 
 	if (per_token_loss_check(f, at, d) != 0)
 		return -1;
+	if (f->moe_lb_type == MOE_LB_SINKHORN) {
+		const struct cnode *c = at->map ? cnode_get(at->map,
+			"moe_router_load_balancing_type") : NULL;
+
+		cnode_error(d, c ? c : at->map, "'%s%smoe_router_load_"
+			    "balancing_type' sinkhorn is not modelled (its "
+			    "iterations' kernels have no price in llmsim): use "
+			    "none, aux_loss, seq_aux_loss or global_aux_loss",
+			    at->path ? at->path : "", at->path ? "." : "");
+		return -1;
+	}
 	if (f->device_max_connections == 0) {
 		const struct cnode *c = at->map ?
 			cnode_get(at->map, "device_max_connections") : NULL;

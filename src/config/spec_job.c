@@ -378,6 +378,31 @@ static int job_paged_stash_check(const struct job_spec *j, struct diag *d,
 	return -1;
 }
 
+/* moe.routing.balance eplb on a training job: EPLB places expert
+ * replicas from the served workload's statistics (route.c pace: the
+ * slots equally loaded), an inference setting like redundant_experts;
+ * without replicas it is multinomial over equally likely experts, which
+ * is random. Refused rather than run as random without a word. -1
+ * after an error. */
+static int job_eplb_check(const struct job_spec *j, struct diag *d,
+			  const struct cnode *node)
+{
+	const struct cnode *m = node ? cnode_get(node, "moe") : NULL;
+	const struct cnode *r = m && m->kind == CNODE_MAP ?
+				cnode_get(m, "routing") : NULL;
+	const struct cnode *b = r && r->kind == CNODE_MAP ?
+				cnode_get(r, "balance") : NULL;
+
+	if (j->moe.routing.balance != ROUTE_EPLB || job_is_inference(j))
+		return 0;
+	cnode_error(d, b ? b : node, "'moe.routing.balance' eplb on a "
+		    "training job: EPLB places expert replicas from served "
+		    "traffic (an inference setting); for a training router "
+		    "use random (multinomial, what eplb is without replicas), "
+		    "forced or zipf");
+	return -1;
+}
+
 /* serving.engine against the system's GPU: an engine built for one
  * vendor's GPUs (engine vendor: TensorRT-LLM's CUDA kernels; AMD's ROCm
  * fork of vLLM with its wvSplitK and custom paged attention) ran on the
@@ -433,6 +458,8 @@ static int job_check(void *obj, const struct schema_at *at, struct diag *d)
 		rc = -1;
 	if (job_paged_stash_check(j, d, node) != 0)
 		rc = -1;
+	if (job_eplb_check(j, d, node) != 0)
+		rc = -1;
 	if (job_engine_vendor_check(j, d, node) != 0)
 		rc = -1;
 	job_fp8_scaling_check(j, d, node);
@@ -464,8 +491,8 @@ const struct schema job_schema = {
 /* The planner's job check: job_check's warnings (a section the phase
  * does not read, fp8_scaling off fp8) and the errors no layout can
  * mend (an AMD-only attention kernel on an NVIDIA GPU, an engine on the
- * other vendor's GPU, paged_stash off MX dtypes), none of the
- * others. The layout
+ * other vendor's GPU, paged_stash off MX dtypes, eplb on training), none
+ * of the others. The layout
  * and what depends on it (recompute_modules against a2a_overlap, the
  * straggler's GPU) are the planner's to search: it checks every layout
  * it tries with job_layout_check, so a job that run refuses for its
@@ -478,6 +505,7 @@ static int job_plan_check(void *obj, const struct schema_at *at,
 	job_fp8_scaling_check(j, d, at->map);
 	phase_section_check(j, d, at->map);
 	if (job_paged_stash_check(j, d, at->map) != 0 ||
+	    job_eplb_check(j, d, at->map) != 0 ||
 	    job_engine_vendor_check(j, d, at->map) != 0)
 		return -1;
 	return job_attention_kernel_check(j, d, at->map);

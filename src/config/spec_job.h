@@ -198,6 +198,19 @@ enum amax_reduction {
 	AMAX_STAGE		/* over every GPU of the pipeline stage */
 };
 
+/* "none", "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn":
+ * enum moe_lb_type, Megatron-Core's moe_router_load_balancing_type
+ * (sinkhorn is named only to be refused: spec_framework.c). */
+extern const char *const moe_lb_type_names[];
+
+enum moe_lb_type {
+	MOE_LB_NONE,		/* no aux loss: no aux kernels, no count reduce */
+	MOE_LB_AUX,		/* aux_loss: counts all-reduced over tp x cp */
+	MOE_LB_SEQ_AUX,		/* seq_aux_loss: the same group */
+	MOE_LB_GLOBAL_AUX,	/* global_aux_loss: over tp x dp x cp */
+	MOE_LB_SINKHORN		/* refused (not modelled) */
+};
+
 /* "none", "fprop", "all": enum fp8_fast_accum. */
 extern const char *const fp8_fast_accum_names[];
 
@@ -354,7 +367,9 @@ struct host_spec {
 	int p2p_sync;		/* a device synchronize after each batched
 				 * pipeline send/recv (non-interleaved schedules) */
 	int64_t router_ops;	/* MoE: small PyTorch ops of the router beyond its
-				 * GEMM and top-k (aux loss, bookkeeping) */
+				 * GEMM and top-k, without an aux loss */
+	int64_t router_aux_ops;	/* MoE: more of them for the aux loss (none
+				 * when moe_lb_type is none) */
 	int64_t router_bwd_ops;	/* MoE: kernels of the aux loss's backward
 				 * beyond the top-k's (autograd nodes) */
 	int64_t dispatch_ops;	/* MoE: small PyTorch ops of the dispatcher's
@@ -504,9 +519,10 @@ struct framework_spec {
 						 * family when head_dim_qk != head_dim_v */
 	int fp8_amax_reduction;			/* enum amax_reduction: fp8 delayed scaling's
 						 * blocking amax all-reduce per chunk pass */
-	int moe_aux_loss_reduction;		/* enum amax_reduction's groups: the MoE
-						 * router's aux-loss token counts, all-reduced
-						 * every forward (none, tp_cp, stage) */
+	int moe_lb_type;			/* enum moe_lb_type: the MoE router's load
+						 * balancing (Megatron moe_router_load_
+						 * balancing_type): its aux kernels and the
+						 * group its token counts are all-reduced over */
 	int fp8_fast_accum;			/* enum fp8_fast_accum: the fp8 GEMMs run in
 						 * Hopper's fast-accumulation mode */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */

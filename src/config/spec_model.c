@@ -133,7 +133,7 @@ static const char *const ignored[] = {
 	 * keys model_hf_defaults (spec_model_hf.c) reads itself */
 	"residual_dropout", "embedding_dropout", "norm_epsilon", "mlp_type",
 	"norm_type", "rotary_emb_base", "rotary_pct", "use_qkv_bias",
-	"use_parallel_residual",
+	"use_parallel_residual", "logit_scale",
 	NULL,
 };
 
@@ -164,7 +164,10 @@ static const struct schema_field model_fields[] = {
 	{ .key = "hidden_size", .type = ST_INT, .offset = OFF(hidden_size),
 	  .min = 1, .max = 1e7, .flags = SF_REQUIRED, .help = "model width d" },
 	{ .key = "num_hidden_layers", .type = ST_INT, .offset = OFF(num_hidden_layers),
-	  .min = 1, .max = 1e5, .flags = SF_REQUIRED, .help = "transformer layers" },
+	  .min = 1, .max = 1e4, .flags = SF_REQUIRED,
+	  .help = "transformer layers (at most 10000: a step simulates "
+		  "each layer of a stage; Megatron's 1T model has 128, "
+		  "DeepNet 1000)" },
 	{ .key = "num_attention_heads", .type = ST_INT,
 	  .offset = OFF(num_attention_heads), .min = 1, .max = 1e5,
 	  .flags = SF_REQUIRED, .help = "query heads" },
@@ -193,6 +196,12 @@ static const struct schema_field model_fields[] = {
 	  .help = "gate+up+down MLP (default: true for silu, false otherwise)" },
 	{ .key = "norm", .type = ST_ENUM, .offset = OFF(norm), .values = norm_names,
 	  .def = "rmsnorm", .help = "normalization layers" },
+	{ .key = "norm_bias", .type = ST_BOOL, .offset = OFF(norm_bias),
+	  .flags = SF_OPTIONAL,
+	  .help = "a layernorm has a bias as well as a weight (default: "
+		  "true, but false for model_type cohere and cohere2, whose "
+		  "CohereLayerNorm subtracts the mean and has a weight only; "
+		  "rmsnorm has no bias)" },
 	{ .key = "position_embedding", .type = ST_ENUM,
 	  .offset = OFF(position_embedding), .values = pos_names, .def = "rope",
 	  .help = "rotary, learned table, or none" },

@@ -224,6 +224,8 @@ struct model_spec {
 	int hidden_act;				/* enum hidden_act */
 	int gated_mlp;				/* 1: gate+up+down; 0: up+down */
 	int norm;				/* enum norm_kind */
+	int norm_bias;				/* a LayerNorm's bias: 1 / 0; -1 absent
+						 * (biased, cohere: not) */
 	int position_embedding;			/* enum pos_embedding */
 	int64_t max_position_embeddings;	/* learned position table rows; context (info for RoPE) */
 	int tie_word_embeddings;		/* LM head shares the embedding */
@@ -342,6 +344,7 @@ struct model_spec {
  * decoder_sparse_step or moe_layers all make dense leave a dense model,
  * as transformers builds it). */
 int model_is_moe(const struct model_spec *m);
+int model_norm_tensors(const struct model_spec *m);
 
 /* enum model_block of layer i (BLOCK_PAIR for a non-hybrid model). */
 int model_layer_block(const struct model_spec *m, int64_t i);

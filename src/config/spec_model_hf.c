@@ -370,13 +370,17 @@ static int hf_bool(const struct cnode *node, const char *key, int dflt,
  * o_proj (StableLM's use_qkv_bias true: hidden_size parameters and one
  * bias kernel a layer too many), and every layer has two norms, where
  * Phi, Cohere (CohereDecoderLayer: one input_layernorm feeding attention
- * and the MLP) and StableLM with use_parallel_residual have one. */
-int model_hf_defaults(struct model_spec *m, const struct cnode *node,
-		      struct diag *d)
+ * and the MLP) and StableLM with use_parallel_residual have one.
+ *   cohere,     CohereLayerNorm: mean-subtracting, weight only (no bias:
+ *   cohere2     "variance = (h - mean).pow(2).mean(-1)", "weight * h");
+ *               CohereForCausalLM multiplies the logits by logit_scale
+ *               (model_hf_defaults: a warning). */
+static int type_defaults(struct model_spec *m, const struct cnode *node,
+			 struct diag *d)
 {
 	const char *t = m->model_type;
 	const struct cnode *at, *v;
-	int ln = 1, ab, mb, shared = 0;
+	int ab, mb, shared = 0;
 
 	if (!t || !node || node->kind != CNODE_MAP)
 		return 0;
@@ -392,15 +396,16 @@ int model_hf_defaults(struct model_spec *m, const struct cnode *node,
 		mb = 0;
 		shared = hf_bool(node, "use_parallel_residual", 0, d);
 	} else if (strcmp(t, "cohere") == 0 || strcmp(t, "cohere2") == 0) {
-		ln = 0;
 		ab = mb = -2;	/* their own attention_bias / mlp_bias */
 		shared = 1;
+		if (m->norm_bias < 0)
+			m->norm_bias = 0;
 	} else {
 		return 0;
 	}
 	if (ab == -1 || shared == -1)
 		return -1;	/* a bad boolean, reported */
-	if (ln && !cnode_get(node, "norm"))
+	if (!cnode_get(node, "norm"))
 		m->norm = NORM_LAYER;
 	if (ab >= 0 && !cnode_get(node, "attention_bias"))
 		m->attention_bias = ab;
@@ -420,5 +425,39 @@ int model_hf_defaults(struct model_spec *m, const struct cnode *node,
 			  "builds two norms a layer (one norm of %lld elements "
 			  "a token, its kernels and parameters, too many a "
 			  "layer)", t, (long long)m->hidden_size);
+	return 0;
+}
+
+/* A layernorm is biased unless said (type_defaults: Cohere's is not);
+ * an rmsnorm has a weight only, so a bias there is a contradiction. */
+int model_hf_defaults(struct model_spec *m, const struct cnode *node,
+		      struct diag *d)
+{
+	const struct cnode *v = node ? cnode_get(node, "norm_bias") : NULL;
+	const struct cnode *l;
+
+	if (type_defaults(m, node, d) != 0)
+		return -1;
+	/* CohereForCausalLM "logits = logits * self.logit_scale" (MPT's
+	 * original code too): one elementwise pass not charged; null or
+	 * absent, no pass */
+	l = node ? cnode_get(node, "logit_scale") : NULL;
+	if (l && l->kind == CNODE_SCALAR && !cnode_is_null(l))
+		diag_warn(d, l->file, l->line, l->col, "'logit_scale': the "
+			  "logits are multiplied by it, one elementwise pass "
+			  "over %lld logits a token that llmsim does not "
+			  "charge", (long long)m->vocab_size);
+	if (m->norm_bias < 0)
+		m->norm_bias = m->norm == NORM_LAYER;
+	if (m->norm_bias == 1 && m->norm != NORM_LAYER) {
+		if (v)
+			cnode_error(d, v, "'norm_bias': true, but norm is "
+				    "rmsnorm, which has a weight only (set "
+				    "norm: layernorm, or drop norm_bias)");
+		else
+			diag_error(d, NULL, 0, 0, "'norm_bias': true, but norm "
+				   "is rmsnorm, which has a weight only");
+		return -1;
+	}
 	return 0;
 }

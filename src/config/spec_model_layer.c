@@ -20,6 +20,13 @@ int model_is_moe(const struct model_spec *m)
 	return m->n_routed_experts > 0 && !m->no_moe_layer;
 }
 
+/* A norm's parameter tensors: the weight, and a layernorm's bias unless
+ * norm_bias says none (Cohere) */
+int model_norm_tensors(const struct model_spec *m)
+{
+	return m->norm == NORM_LAYER && m->norm_bias != 0 ? 2 : 1;
+}
+
 int model_is_mla(const struct model_spec *m)
 {
 	return m->kv_lora_rank > 0;

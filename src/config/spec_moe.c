@@ -272,9 +272,9 @@ static const struct schema_field routing_fields[] = {
 		  "as uniform; inference as uniform), uniform (exactly "
 		  "balanced), random (multinomial), zipf (popularity ~ "
 		  "1/rank^s), max_mean (a measured busiest-rank / mean ratio), "
-		  "eplb (EPLB placed from the served workload's own statistics: "
-		  "every slot's expected load equal, the step's rows "
-		  "multinomial over the slots)" },
+		  "eplb (inference only: EPLB placed from the served "
+		  "workload's own statistics, every slot's expected load "
+		  "equal, the step's rows multinomial over the slots)" },
 	{ .key = "zipf_exponent", .type = ST_NUM, .offset = ROFF(zipf_exponent),
 	  .def = "1", .min = 0, .max = 10, .help = "s of zipf" },
 	{ .key = "max_mean_ratio", .type = ST_NUM, .offset = ROFF(max_mean_ratio),

@@ -262,8 +262,8 @@ static void proj_fwd(struct layer_ops *o, enum layer_pass pass,
 				     d, d->hidden, d->lowp);
 		lop_cast_after_norm(o, cast, d);	/* LayerNormLinear */
 		lop_norm_linear(o, cast);
-		lop_bias(o, "qkv_bias", pass, d, t, layer_q_width(d) +
-			 2 * layer_kv_width(d));
+		lop_bias(o, "qkv_bias", pass, d, LAYER_BIAS_ATTN, t,
+			 layer_q_width(d) + 2 * layer_kv_width(d));
 		return;
 	}
 	attn_mla_down_fwd(o, pass, d);
@@ -563,8 +563,9 @@ static void proj_bwd(struct layer_ops *o, const struct layer_dims *d)
 					   "qkv_grad_cast",
 					   "qkv_grad_tp_reduce", &p, d, h,
 					   d->lowp);
-		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, layer_tokens(d),
-			 layer_q_width(d) + 2 * layer_kv_width(d));
+		lop_bias(o, "qkv_bias_grad", PASS_BWD, d, LAYER_BIAS_ATTN,
+			 layer_tokens(d), layer_q_width(d) +
+			 2 * layer_kv_width(d));
 		lop_norm_bwd_after(o, "norm1_bwd", d, red);
 		return;
 	}

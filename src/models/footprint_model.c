@@ -29,7 +29,7 @@ void footprint_layer_params(const struct job_spec *j,
 	const struct model_spec *m = j->model;
 	struct layer_kind k = footprint_kind_of(j, layer);
 
-	layer_kind_params(d, &k, layer_bias_of(m), m->norm == NORM_LAYER,
+	layer_kind_params(d, &k, layer_bias_of(m), model_norm_tensors(m) == 2,
 			  dense, experts);
 }
 
@@ -46,11 +46,11 @@ void footprint_mtp_params(const struct job_spec *j,
 	*dense = *experts = 0;
 	for (i = 0; i < n; i++) {
 		layer_kind_params(d, &k[i], layer_bias_of(m),
-				  m->norm == NORM_LAYER, &a, &b);
+				  model_norm_tensors(m) == 2, &a, &b);
 		*dense += a;
 		*experts += b;
 	}
-	*dense += 2 * h * (m->norm == NORM_LAYER ? 2 : 1) + 2 * h * h;
+	*dense += 2 * h * model_norm_tensors(m) + 2 * h * h;
 }
 
 /* Parameters of the whole model, or (active) those a token computes

@@ -100,7 +100,7 @@ double footprint_unit_params(const struct job_spec *j,
 			     int with_embedding)
 {
 	const struct model_spec *m = j->model;
-	int layernorm = m->norm == NORM_LAYER;
+	int layernorm = model_norm_tensors(m) == 2;
 
 	switch (u) {
 	case UNIT_EMBED:

@@ -215,10 +215,11 @@ static void mlp_bwd(struct layer_ops *o, const struct layer_dims *d)
 
 	lop_row_bwd(o, "fc2_grad_allgather", "fc2_grad_cast", "fc2_dgrad",
 		    "fc2_wgrad", d, f);
-	lop_bias(o, "fc2_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
-		 d->hidden);
+	lop_bias(o, "fc2_bias_grad", PASS_BWD, d, LAYER_BIAS_MLP,
+		 layer_sp_tokens(d), d->hidden);
 	act_bwd(o, d);
-	lop_bias(o, "fc1_bias_grad", PASS_BWD, d, layer_tokens(d), u);
+	lop_bias(o, "fc1_bias_grad", PASS_BWD, d, LAYER_BIAS_MLP,
+		 layer_tokens(d), u);
 	p = fc1_parts(d);
 	red = lop_column_bwd_parts(o, "fc1_input_allgather", "fc1_grad_cast",
 				   "fc1_grad_tp_reduce", &p, d, d->hidden,
@@ -617,8 +618,8 @@ static void layer_bwd_pass(const struct layer_dims *d,
 	lop_row_bwd(o, "proj_grad_allgather", "proj_grad_cast", "proj_dgrad",
 		    "proj_wgrad", d, k && k->linear ? gdn_out_width(d) :
 		    attn_out_width(d));
-	lop_bias(o, "proj_bias_grad", PASS_BWD, d, layer_sp_tokens(d),
-		 d->hidden);
+	lop_bias(o, "proj_bias_grad", PASS_BWD, d, LAYER_BIAS_ATTN,
+		 layer_sp_tokens(d), d->hidden);
 	if (k && k->linear)
 		gdn_bwd(o, mods, d);
 	else

@@ -116,7 +116,7 @@ struct moe_dims {
 				 * the top-k's (framework host data) */
 	int aux_group;		/* enum layout_group the aux loss's counts
 				 * are all-reduced over each forward; -1:
-				 * none (framework moe_aux_loss_reduction,
+				 * none (framework moe_router_load_balancing_type,
 				 * moe_router.c) */
 	double dispatch_ops;	/* small PyTorch ops of the dispatcher's
 				 * preprocessing (framework host data; the
@@ -304,7 +304,8 @@ struct layer_dims {
 	int expand_kv;		/* GQA K/V copied to the query heads */
 	int qkv_split;		/* GQA: Megatron-Core's QKV split (attn.c
 				 * qkv_split_fwd) */
-	int bias_kernels;	/* linear biases as their own kernels */
+	int bias_kernels;	/* linear biases as their own kernels: a mask of
+				 * LAYER_BIAS_ATTN, LAYER_BIAS_MLP */
 	int fp8_current;	/* fp8 current scaling: each cast first computes
 				 * its input's amax (layer_cast.c lop_cast) */
 	int fp8_one_layout;	/* per-tensor FP8 on a GPU whose FP8 GEMMs take

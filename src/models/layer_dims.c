@@ -171,28 +171,32 @@ static double stash_row_B(const struct layer_dims *d)
 	       dtype_bytes(DTYPE_FP32) + f * d->lowp_B;
 }
 
-/* The routed experts' shapes; route.c fills the routing. */
 /* The group the router's aux loss all-reduces its token counts over
- * (framework moe_aux_loss_reduction; moe_router.c), or -1: none, in
- * inference, under a fixed gate (no router), or when the group is one
- * GPU (Megatron-Core's _reduce returns a one-rank group's input). */
+ * (framework moe_router_load_balancing_type; moe_router.c), or -1: none,
+ * with no aux loss, in inference, under a fixed gate (no router), or when
+ * the group is one GPU (Megatron-Core's _reduce returns a one-rank
+ * group's input). aux_loss and seq_aux_loss reduce over tp x cp,
+ * global_aux_loss over tp x dp x cp (router.py _apply_aux_loss,
+ * _apply_seq_aux_loss, _apply_global_aux_loss @ Megatron-LM d98e8a64dd). */
 static int aux_group(const struct job_spec *j, const struct moe_dims *e)
 {
 	const struct parallel_spec *p = &j->parallelism;
-	int r = j->framework->moe_aux_loss_reduction;
-	int64_t n = p->tp * p->cp * (r == AMAX_STAGE ? p->dp : 1);
+	int t = j->framework->moe_lb_type;
+	int64_t n = p->tp * p->cp * (t == MOE_LB_GLOBAL_AUX ? p->dp : 1);
 
-	if (r == AMAX_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
+	if (t == MOE_LB_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
 		return -1;
-	return r == AMAX_TP_CP ? LG_TPCP : LG_STAGE;
+	return t == MOE_LB_GLOBAL_AUX ? LG_STAGE : LG_TPCP;
 }
 
+/* The routed experts' shapes; route.c fills the routing. */
 static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 {
 	const struct model_spec *m = j->model;
 	const struct parallel_spec *p = &j->parallelism;
 	const struct moe_job_spec *mj = &j->moe;
 	struct moe_dims *e = &d->moe;
+	int aux;
 
 	if (!model_is_moe(m))
 		return;
@@ -253,8 +257,12 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 			 ep_row_bytes(mj->dispatcher, moe_row_width(d),
 				      e->dispatch_dt,
 				      0) : 0;
-	e->router_ops = (double)j->framework->host.router_ops;
-	e->router_bwd_ops = (double)j->framework->host.router_bwd_ops;
+	/* the aux loss's ops only with one (moe_router_load_balancing_type),
+	 * and only in training: inference computes no loss */
+	aux = j->framework->moe_lb_type != MOE_LB_NONE && !job_is_inference(j);
+	e->router_ops = (double)(j->framework->host.router_ops +
+				 (aux ? j->framework->host.router_aux_ops : 0));
+	e->router_bwd_ops = aux ? (double)j->framework->host.router_bwd_ops : 0;
 	e->aux_group = aux_group(j, e);
 	/* the framework's count is Megatron-Core's alltoall dispatcher's;
 	 * a dispatcher preset may give its own (configs/ep preprocess_ops) */
@@ -317,7 +325,7 @@ static void fsdp_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct model_spec *m = j->model;
 	int64_t n = j->parallelism.dp * j->parallelism.cp;
 	double mb = (double)job_microbatches(j);
-	int layernorm = m->norm == NORM_LAYER;
+	int layernorm = model_norm_tensors(m) == 2;
 
 	if (j->training.zero_stage < 3 || !j->framework->fsdp_grad_passes ||
 	    n < 1)
@@ -348,7 +356,7 @@ static void fsdp2_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct model_spec *m = j->model;
 	const struct parallel_spec *p = &j->parallelism;
 	struct layer_kind moe = { .moe = 1 };
-	int layernorm = m->norm == NORM_LAYER, rdt;
+	int layernorm = model_norm_tensors(m) == 2, rdt;
 	double dense, experts;
 
 	if (j->training.zero_stage < 3 || !j->framework->fsdp2_copy_passes ||
@@ -425,7 +433,7 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 				 d->attn_kernel;
 	d->norm_bwd_passes = j->framework->elementwise.norm_bwd_passes >= 2 ?
 			     2 : 1;
-	d->norm_tensors = m->norm == NORM_LAYER ? 2 : 1;
+	d->norm_tensors = model_norm_tensors(m);
 	/* RMSNorm models only: a LayerNorm runs PyTorch's native kernels */
 	d->eager_norm = j->framework->elementwise.eager_norm == 1 &&
 			m->norm != NORM_LAYER;
@@ -440,8 +448,10 @@ void layer_dims_from_job(const struct job_spec *j, struct layer_dims *d)
 	d->complex_rope = j->framework->elementwise.complex_rope == 1;
 	d->eager_act = j->framework->elementwise.eager_activation == 1 &&
 		       d->gated;
-	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 &&
-			  m->attention_bias;
+	/* the attention's biases follow attention_bias, fc1's and fc2's
+	 * mlp_bias (Qwen2Attention: q/k/v bias=True, Qwen2MLP none) */
+	d->bias_kernels = j->framework->elementwise.bias_kernels == 1 ?
+			  layer_bias_of(m) : 0;
 	d->qk_norm = m->qk_layernorm == 1 && !model_is_mla(m);
 	d->expert_casts = is_mx(dt) &&
 			  j->framework->elementwise.per_expert_quantize == 1 ?

@@ -139,7 +139,7 @@ void lop_dtensor_amax_reduce(struct layer_ops *o, enum layer_pass pass,
 			     const struct layer_dims *d, int lowp, int n);
 
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
-	      const struct layer_dims *d, double tokens, double n);
+	      const struct layer_dims *d, int which, double tokens, double n);
 
 /* Column-parallel GEMM forward: n outputs from k inputs over T tokens,
  * with its SP all-gather of the input. */

@@ -280,16 +280,18 @@ void lop_row_fwd(struct layer_ops *o, const char *cast_name,
 	sp_async_reduce(o, pass, d, t * h);
 }
 
-/* A bias of n elements on `tokens` rows as its own kernels (bias_kernels):
- * forward, the output + bias (read and write the output; the bias is
- * noise); backward, its gradient summed over the tokens (read the
- * output gradient), then added into main_grad (lop_param_grad_add). */
+/* A bias of n elements on `tokens` rows as its own kernels (bias_kernels
+ * holds `which`: LAYER_BIAS_ATTN for q/k/v and the output projection,
+ * LAYER_BIAS_MLP for fc1 and fc2): forward, the output + bias (read and
+ * write the output; the bias is noise); backward, its gradient summed
+ * over the tokens (read the output gradient), then added into main_grad
+ * (lop_param_grad_add). */
 void lop_bias(struct layer_ops *o, const char *name, enum layer_pass pass,
-	      const struct layer_dims *d, double tokens, double n)
+	      const struct layer_dims *d, int which, double tokens, double n)
 {
 	double x = tokens * n * d->act_B;
 
-	if (!d->bias_kernels)
+	if (!(d->bias_kernels & which))
 		return;
 	if (pass == PASS_BWD) {
 		lop_memop(o, name, pass, x, n * d->act_B, ADD_FLOPS * tokens * n);

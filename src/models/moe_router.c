@@ -34,7 +34,7 @@
 #include "config/spec_gpu.h"
 
 /* The aux loss's token counts, summed over the ranks that share the
- * layer's tokens (framework moe_aux_loss_reduction; the group is
+ * layer's tokens (framework moe_router_load_balancing_type; the group is
  * m->aux_group, -1: none). Megatron-Core's get_tokens_per_expert_and_
  * token_count (moe_utils.py @ NVIDIA/Megatron-LM d98e8a64dd, l. 269-288)
  * sums routing_map over the tokens (E int64 counts: 8 B each) and calls

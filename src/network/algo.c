@@ -323,6 +323,25 @@ static uint32_t nvls_heads(const struct algo_ctx *x, uint32_t ranks)
 	return hmax > 0 && (int64_t)ranks > hmax ? (uint32_t)hmax : ranks;
 }
 
+/* The switches' reduction rate (fabric reduction_bandwidth, R): every
+ * GPU's n bytes pass the switches' reduce once (each multimem.ld_reduce
+ * reads its slice from every GPU), whichever GPU heads the slice, so the
+ * collective takes at least n / R however many heads share it; the
+ * links' n (1 + 1 / nh) / eff bound falls with more heads, this one does
+ * not. A floor on every flow's time the tuner does not see (its NVLS
+ * bandwidth is the graph search's: coll_lib_nvls_select_ratio), as
+ * sustained_busbw's. */
+static void nvls_reduce_bound(struct algo_ctx *x)
+{
+	double t;
+
+	if (!(x->t->nvls_Bps > 0))
+		return;
+	t = x->c->bytes / x->t->nvls_Bps;
+	if (t > x->t_real_s)
+		x->t_real_s = t;
+}
+
 int algo_nvls(struct algo_ctx *x, struct plan *p)
 {
 	uint32_t P = x->g.p, i, nh;
@@ -356,6 +375,7 @@ int algo_nvls(struct algo_ctx *x, struct plan *p)
 	 * multimem.ld_reduce and takes every multicast (n each way); a head
 	 * also takes its slice's reduced n / nh and stores it once more. */
 	algo_pipe(x, (struct pipe_shape){ nh, 1, 1, 0 }, 1);
+	nvls_reduce_bound(x);
 	for (i = 0; i < P; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
 		algo_flow(x, p, x->c->bytes * (1 + 1.0 / nh) / eff);
@@ -497,6 +517,7 @@ int algo_nvls_tree(struct algo_ctx *x, struct plan *p)
 		  F - kernel_fill(st) }, 1);
 	if (N >= 4)
 		x->pipe.max_chunk_B = x->as->pipe[x->proto].chunk_4nodes_B;
+	nvls_reduce_bound(x);	/* the nodes' NVLS reduce every GPU's n */
 	for (i = 0; i < x->g.p; i++) {
 		route_switch_loop(x->t, group_gpu(&x->g, i), &r);
 		algo_flow(x, p, n * (1 + 1.0 / nh) / eff);

@@ -129,6 +129,7 @@ struct topo {
 	struct topo_tree tree;
 	double endpoint_latency_s;	/* s, NIC / software per message */
 	double nvls_efficiency;		/* in-switch reduction efficiency; 0 = none */
+	double nvls_Bps;		/* B/s, a GPU's data the switches reduce; 0 = no bound */
 	int64_t nvls_links;		/* with it: links from each GPU to the switch */
 	double p2p_channel_send_Bps;	/* B/s, one p2p channel's send rate (the GPU's
 					 * p2p_channel_send); 0 = none */

@@ -268,6 +268,7 @@ static int build_scale_up(struct topo *t, const struct fabric_spec *f,
 	case TOPO_SWITCH:
 		if (f->in_switch_reduction) {
 			t->nvls_efficiency = f->reduction_efficiency;
+			t->nvls_Bps = f->reduction_Bps;
 			t->nvls_links = f->links_per_endpoint;
 		}
 		return build_switch(t, f, d);

@@ -188,8 +188,8 @@ static inline void run_flat(double *val, double *sent, const struct pflat *t,
  * compiler may read a 16-bit cell index straight from memory again,
  * the load per field the words are there to save. */
 static inline __attribute__((always_inline)) void
-run_packed_as(double *val, double *sent, double *sm, int64_t junk,
-	      const struct pcomp *t, const struct pcomp *last, const int held)
+run_packed_as(double *val, double *sm, int64_t junk, const struct pcomp *t,
+	      const struct pcomp *last, const int held)
 {
 	for (; t < last; t++) {
 		int32_t in = t->in;
@@ -210,19 +210,19 @@ run_packed_as(double *val, double *sent, double *sm, int64_t junk,
 		sm[PCELL(rd, PCOMP_R)] = done;
 		slot = sm[PCELL(out, PCOMP_SOUT)];
 		slot = done > slot ? done : slot;
-		sent[ae] = slot;
+		sm[PCELL(out, PCOMP_SND)] = slot;	/* sent[at] */
 		sm[PCELL(out, PCOMP_SOUT)] = slot + sm[PCELL(out, PCOMP_XOUT)];
 	}
 }
 
-static inline void run_packed(double *val, double *sent, double *sm,
-			      int64_t junk, const struct pcomp *t,
-			      const struct pcomp *last, int held)
+static inline void run_packed(double *val, double *sm, int64_t junk,
+			      const struct pcomp *t, const struct pcomp *last,
+			      int held)
 {
 	if (held)
-		run_packed_as(val, sent, sm, junk, t, last, 1);
+		run_packed_as(val, sm, junk, t, last, 1);
 	else
-		run_packed_as(val, sent, sm, junk, t, last, 0);
+		run_packed_as(val, sm, junk, t, last, 0);
 }
 
 /* Steps k .. k + n - 1 of order o in the scratch val laid out as l:
@@ -231,8 +231,8 @@ static inline void run_steps(const struct porder *o, const struct playout *l,
 			     double *val, int64_t k, int64_t n, int held)
 {
 	if (o->c)
-		run_packed(val, val + l->sent, val + l->fr, l->junk, o->c + k,
-			   o->c + k + n, held);
+		run_packed(val, val + l->fr, l->junk, o->c + k, o->c + k + n,
+			   held);
 	else
 		run_flat(val, val + l->sent, o->v + k, o->v + k + n, held);
 }
@@ -252,7 +252,7 @@ static int run_once(struct est *e, const struct est_pipe *in, int64_t m,
 	double *val;
 	int held = in->f_held != NULL;	/* the held durations apply */
 
-	if (!o || room(e, 0, l.n) != 0)
+	if (!o || room(e, 0, l.n + o->pool) != 0)
 		return -1;
 	val = e->pipe_t;
 	for (k = 0; k < (1 + ST_N) * p; k++)
@@ -403,10 +403,12 @@ static int run_three(struct est *e, const struct est_pipe *in, int64_t m0,
 	double *val, *keep;
 	int held = in->f_held != NULL;
 
-	if (!o || room(e, 0, l.n + nst + p) != 0)
+	if (!o || room(e, 0, l.n + o->pool + nst + p) != 0)
 		return -1;
 	val = e->pipe_t;
-	keep = val + l.n;	/* the ranks' free times, streams, dummies */
+	/* the ranks' free times, streams, dummies (past the sent values'
+	 * pool: the three runs read the shared steps' values there) */
+	keep = val + l.n + o->pool;
 	for (k = 0; k < nst; k++)
 		val[l.fr + k] = 0;
 	durations(in, S, val + l.dur);

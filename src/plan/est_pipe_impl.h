@@ -83,10 +83,13 @@ struct pflat {
  * to spare) took the llama3.1-405b-16k search's warm estimates ~10 %
  * faster, the same steps on the same cells. */
 struct pcomp {
-	int32_t in;
+	int32_t in;		/* a sent value's pool cell (est_pipe_order.c
+				 * pool_cells), else pflat's */
 	uint32_t at;
 	uint64_t rd;		/* sin, xin, r, d */
-	uint64_t out;		/* hd, sout, xout */
+	uint64_t out;		/* hd, sout, xout, snd: the pool cell (or
+				 * the junk cell) the step's sent value goes
+				 * to, for sent[at] */
 };
 
 #define PCOMP_KEPT 0x80000000u
@@ -97,6 +100,7 @@ struct pcomp {
 #define PCOMP_HD 0	/* in out */
 #define PCOMP_SOUT 16
 #define PCOMP_XOUT 32
+#define PCOMP_SND 48
 
 /* A rank's transfer streams: per direction (forward activations F,
  * backward gradients B) the one to its neighbours, the interleaved
@@ -135,6 +139,9 @@ struct porder {
 	 * each run's own; part[] counts them, laid out with stride M (the
 	 * largest m). Unused (0) in an order of one run. */
 	int64_t part[4], M;
+	/* cells after the layout's n that c's sent values go to (0 with
+	 * c NULL): the scratch is n + pool cells */
+	int64_t pool;
 };
 
 /* run_once's scratch laid out for p ranks, S stages, m microbatches. */

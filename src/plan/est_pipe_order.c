@@ -389,31 +389,121 @@ out:
 	return rc;
 }
 
-/* o->c from o->v in the scratch laid out as l, when every small cell is
- * within 16 bits of l.fr (else o->c stays NULL: run_steps() takes v);
- * -1 out of memory. */
 /* Cell i (at l.fr or after, below l.fr + 2^16) as struct pcomp holds
  * it: 16 bits from l.fr. */
-static uint64_t small(int32_t i, const struct playout *l)
+static uint64_t small(int64_t i, const struct playout *l)
 {
 	return (uint64_t)(uint16_t)(i - l->fr);
 }
 
-static int pack(struct porder *o, const struct playout *l)
+/*
+ * The sent cells of a packed order, pooled (struct pcomp, snd): each
+ * step's sent value is read by one step at most (the next stage's
+ * forward, the previous stage's backward; est_pipe_run's three runs read
+ * a value their shared steps sent once each), a round or two later, so
+ * a few hundred cells hold every value that is still to be read, where
+ * the layout's sent array has 2 S m (for p 128, m 128: 256 KiB written
+ * once and read once, far apart: past L1, and with the order past L2).
+ * A value's cell is taken from the free ones at its step and given back
+ * after its last read: pool[k] is step k's cell (from l.n; -1: its value
+ * is never read, the junk cell takes it), rd[k] the cell step k reads
+ * its input from (-1: not a sent value). Values and operations are the
+ * same, in the same order, as along the sent array (a read finds the
+ * value of the last write to its cell there, and the cell is held from
+ * that write to its last read here). 0 with *npool the cells used; 1
+ * when a step reads a sent cell no step before it wrote (none of the
+ * orders built here: the order is left unpacked); -1 out of memory.
+ */
+static int pool_cells(const struct porder *o, const struct playout *l,
+		      int32_t *pool, int32_t *rd, int64_t *npool)
 {
-	int64_t k, top = l->n - l->fr;
-	struct pcomp *c;
+	int64_t nsent = l->fr - l->sent, k, top = 0, nfree = 0;
+	/* per sent cell: the step that last wrote it (-1 none) */
+	int64_t *writer = mem_alloc((size_t)nsent * sizeof(*writer));
+	/* per step: the last step that reads its value (-1 none) */
+	int64_t *last = mem_alloc((size_t)o->n * sizeof(*last));
+	int32_t *free_c = mem_alloc((size_t)o->n * sizeof(*free_c));
+	int rc = -1;
 
-	if (top > UINT16_MAX || o->n == 0)
-		return 0;
-	c = mem_alloc((size_t)o->n * sizeof(*c));
-	if (!c)
-		return -1;
+	if (!writer || !last || !free_c)
+		goto out;
+	for (k = 0; k < nsent; k++)
+		writer[k] = -1;
 	for (k = 0; k < o->n; k++) {
 		const struct pflat *f = &o->v[k];
 
+		last[k] = -1;
+		rd[k] = -1;
+		if (f->in >= l->sent && f->in < l->fr) {
+			int64_t w = writer[f->in - l->sent];
+
+			if (w < 0) {
+				rc = 1;
+				goto out;
+			}
+			last[w] = k;
+			rd[k] = (int32_t)w;	/* the writer, for now */
+		}
+		writer[f->at] = k;
+	}
+	for (k = 0; k < o->n; k++) {
+		int32_t freed = -1;
+
+		if (rd[k] >= 0) {
+			int64_t w = rd[k];
+
+			rd[k] = pool[w];
+			if (last[w] == k)
+				freed = pool[w];
+		}
+		pool[k] = -1;
+		if (last[k] >= 0)
+			pool[k] = nfree > 0 ? free_c[--nfree] : (int32_t)top++;
+		if (freed >= 0)	/* after this step's own: not its cell */
+			free_c[nfree++] = freed;
+	}
+	*npool = top;
+	rc = 0;
+out:
+	mem_free(writer);
+	mem_free(last);
+	mem_free(free_c);
+	return rc;
+}
+
+/* o->c from o->v in the scratch laid out as l, the sent values in the
+ * pool after l.n (pool_cells), when every small cell, the pool's too, is
+ * within 16 bits of l.fr (else o->c stays NULL: run_steps() takes v);
+ * -1 out of memory. */
+static int pack(struct porder *o, const struct playout *l)
+{
+	int64_t k, npool = 0;
+	int32_t *pool, *rd;
+	struct pcomp *c;
+	int rc;
+
+	if (l->n - l->fr > UINT16_MAX || o->n == 0)
+		return 0;
+	pool = mem_alloc((size_t)(2 * o->n) * sizeof(*pool));
+	if (!pool)
+		return -1;
+	rd = pool + o->n;
+	rc = pool_cells(o, l, pool, rd, &npool);
+	if (rc != 0 || l->n + npool - l->fr > UINT16_MAX) {
+		mem_free(pool);
+		return rc < 0 ? -1 : 0;
+	}
+	c = mem_alloc((size_t)o->n * sizeof(*c));
+	if (!c) {
+		mem_free(pool);
+		return -1;
+	}
+	for (k = 0; k < o->n; k++) {
+		const struct pflat *f = &o->v[k];
+		int64_t snd = pool[k] >= 0 ? l->n + pool[k] : l->junk;
+
 		c[k] = (struct pcomp){
-			.in = f->in,
+			.in = rd[k] >= 0 ? (int32_t)(l->n + rd[k]) : f->in,
 			.at = (uint32_t)f->at |
 			      (f->ae == f->at ? PCOMP_KEPT : 0),
 			.rd = small(f->sin, l) << PCOMP_SIN |
@@ -422,10 +512,13 @@ static int pack(struct porder *o, const struct playout *l)
 			      small(f->d, l) << PCOMP_D,
 			.out = small(f->hd, l) << PCOMP_HD |
 			       small(f->sout, l) << PCOMP_SOUT |
-			       small(f->xout, l) << PCOMP_XOUT,
+			       small(f->xout, l) << PCOMP_XOUT |
+			       small(snd, l) << PCOMP_SND,
 		};
 	}
+	mem_free(pool);
 	o->c = c;
+	o->pool = npool;
 	return 0;
 }
 

@@ -49,6 +49,10 @@
 #include "base/mem.h"
 #include "config/spec_job.h"
 
+/* The latest arrival a request may have, drawn or a trace row's: far
+ * inside the engine's 2^62 ns (about 146 years), about 32 years. */
+#define ARRIVAL_MAX_S 1e9
+
 int64_t serve_context_len(const struct job_spec *j)
 {
 	if (j->serving.max_model_len > 0)
@@ -125,7 +129,10 @@ static void init_req(struct serve_req *r, double t, int64_t in, int64_t out)
 	r->first_scheduled_s = r->first_token_s = r->done_s = -1;
 }
 
-static int draw(const struct job_spec *j, struct serve_req *v, int64_t n)
+/* The requests' draws: 0, -1 out of memory (unreported), -2 an arrival
+ * past ARRIVAL_MAX_S (a rate too low for the count: reported). */
+static int draw(const struct job_spec *j, struct serve_req *v, int64_t n,
+		struct diag *d)
 {
 	const struct serving_spec *s = &j->serving;
 	gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -140,6 +147,19 @@ static int draw(const struct job_spec *j, struct serve_req *v, int64_t n)
 
 		if (isfinite(s->arrival_rate))
 			t += gsl_ran_exponential(r, 1 / s->arrival_rate);
+		if (t > ARRIVAL_MAX_S) {
+			diag_error(d, NULL, 0, 0, "serving.arrival_rate %g "
+				   "requests/s: request %lld of %lld would "
+				   "arrive at %.6g s, past the %.0e s (about 32 "
+				   "years) llmsim simulates; raise arrival_rate "
+				   "or lower serving.requests (%lld requests "
+				   "take about %.3g s at this rate)",
+				   s->arrival_rate, (long long)i + 1,
+				   (long long)n, t, ARRIVAL_MAX_S, (long long)n,
+				   (double)n / s->arrival_rate);
+			gsl_rng_free(r);
+			return -2;
+		}
 		in = draw_len(&s->input_len, r);
 		out = draw_len(&s->output_len, r);
 		init_req(&v[i], t, (int64_t)in, (int64_t)out);
@@ -219,7 +239,7 @@ static double field(struct row_parser *rp, const char *text, int col,
 			  "got '%s'", name, text);
 		return 0;
 	}
-	if (v < lo || v > 1e9) {
+	if (v < lo || v > ARRIVAL_MAX_S) {
 		if (lo > 0)
 			row_error(rp, col, "'%s': expected at least 1 token "
 				  "(and at most 1e9), got '%s'", name, text);
@@ -452,17 +472,20 @@ int serve_requests(const struct job_spec *j, struct serve_req **out,
 		   int64_t *n, struct diag *d)
 {
 	int64_t count = j->serving.requests;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
 	if (j->serving.trace)
 		return read_trace(j, out, n, d);
 	*out = mem_calloc((size_t)count, sizeof(**out));
-	if (!*out || draw(j, *out, count) != 0) {
+	rc = *out ? draw(j, *out, count, d) : -1;
+	if (rc != 0) {
 		mem_free(*out);
 		*out = NULL;
-		diag_oom(d);
-		return -1;
+		if (rc == -1)
+			diag_oom(d);
+		return rc;
 	}
 	*n = count;
 	return 0;

@@ -797,30 +797,36 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 	 * linears, one norm for attention and the MLP (a warning: llmsim
 	 * builds two); StableLM nn.LayerNorm, q/k/v bias=use_qkv_bias
 	 * (default False; true is a warning, llmsim biases o_proj too),
-	 * unbiased MLP; Cohere one shared norm (a warning). A key the file
-	 * gives wins; other types keep llmsim's defaults (rmsnorm, no
-	 * bias).
+	 * unbiased MLP; Cohere one shared norm (a warning), CohereLayerNorm
+	 * mean-subtracting with a weight only (layernorm, norm_bias false:
+	 * one norm tensor), logit_scale a warning (the logits' pass is not
+	 * charged; null is no scale). A key the file gives wins; other types
+	 * keep llmsim's defaults (rmsnorm, no bias).
 	 */
 	static const struct {
 		const char *type, *keys;
-		int norm, ab, mb, warnings;
+		int norm, ab, mb, warnings, tensors;
 	} c[] = {
-		{ "starcoder2", "", NORM_LAYER, 1, 1, 0 },
+		{ "starcoder2", "", NORM_LAYER, 1, 1, 0, 2 },
 		{ "starcoder2", "\"use_bias\": false, \"norm_type\": "
 		  "\"layer_norm\", \"mlp_type\": \"default\",",
-		  NORM_LAYER, 0, 0, 0 },
+		  NORM_LAYER, 0, 0, 0, 2 },
 		{ "gpt_neox", "\"rotary_pct\": 0.25, \"rotary_emb_base\": "
 		  "10000, \"use_parallel_residual\": true,",
-		  NORM_LAYER, 1, 1, 0 },
+		  NORM_LAYER, 1, 1, 0, 2 },
 		{ "gpt_neox", "\"attention_bias\": false, \"norm\": "
-		  "\"rmsnorm\",", NORM_RMS, 0, 1, 0 },
-		{ "phi", "", NORM_LAYER, 1, 1, 1 },
+		  "\"rmsnorm\",", NORM_RMS, 0, 1, 0, 1 },
+		{ "phi", "", NORM_LAYER, 1, 1, 1, 2 },
 		{ "stablelm", "\"use_parallel_residual\": false,",
-		  NORM_LAYER, 0, 0, 0 },
+		  NORM_LAYER, 0, 0, 0, 2 },
 		{ "stablelm", "\"use_qkv_bias\": true, "
-		  "\"use_parallel_residual\": true,", NORM_LAYER, 1, 0, 2 },
-		{ "cohere", "", NORM_RMS, 0, 0, 1 },
-		{ "llama", "", NORM_RMS, 0, 0, 0 },
+		  "\"use_parallel_residual\": true,", NORM_LAYER, 1, 0, 2, 2 },
+		{ "cohere", "\"logit_scale\": 0.0625,", NORM_LAYER, 0, 0, 2,
+		  1 },
+		{ "cohere2", "\"logit_scale\": null,", NORM_LAYER, 0, 0, 1, 1 },
+		{ "cohere", "\"norm_bias\": true,", NORM_LAYER, 0, 0, 1, 2 },
+		{ "cohere", "\"norm\": \"rmsnorm\",", NORM_RMS, 0, 0, 1, 1 },
+		{ "llama", "", NORM_RMS, 0, 0, 0, 1 },
 	};
 	char dir[64], path[256], text[512];
 	const struct model_spec *m;
@@ -838,6 +844,8 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 		cr_assert_eq(m->attention_bias, c[i].ab, "%zu %s", i,
 			     c[i].type);
 		cr_assert_eq(m->mlp_bias, c[i].mb, "%zu %s", i, c[i].type);
+		cr_assert_eq(model_norm_tensors(m), c[i].tensors, "%zu %s", i,
+			     c[i].type);
 		cr_assert_eq(C.d.warnings - w, c[i].warnings, "%zu %s: %s", i,
 			     c[i].type, capture_text(&C));
 		tmpdir_remove(dir);
@@ -849,6 +857,18 @@ Test(hf_model, norm_and_biases_of_the_model_type)
 	cr_assert_has(capture_text(&C), "'model_type' phi: attention and the "
 		      "MLP share one input norm; llmsim builds two norms a "
 		      "layer (one norm of 1024 elements a token");
+	cr_assert_has(capture_text(&C), "'logit_scale': the logits are "
+		      "multiplied by it, one elementwise pass over 1000 logits "
+		      "a token that llmsim does not charge");
+	/* an rmsnorm has no bias to keep: refused at the key */
+	cr_assert_neq(config_load(&CX, &model_schema, write_json(dir, path,
+		"{\"norm_bias\": true, \"hidden_size\": 1024,"
+		" \"num_hidden_layers\": 2, \"num_attention_heads\": 8,"
+		" \"intermediate_size\": 4096, \"vocab_size\": 1000}"), NULL,
+		0, arena_alloc(&A, sizeof(struct model_spec))), 0);
+	cr_assert_has(capture_text(&C), "config.json:1:15: error: 'norm_bias': "
+		      "true, but norm is rmsnorm, which has a weight only");
+	tmpdir_remove(dir);
 	/* a value that is not a boolean is refused, at its place */
 	cr_assert_neq(config_load(&CX, &model_schema, write_json(dir, path,
 		"{\"model_type\": \"starcoder2\", \"use_bias\": \"yes\","

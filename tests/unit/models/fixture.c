@@ -65,6 +65,7 @@ void fixture_gpt(struct fixture *f, int64_t layers, int64_t h, int64_t a,
 	f->model.hidden_act = ACT_GELU;
 	f->model.gated_mlp = 0;
 	f->model.norm = NORM_LAYER;
+	f->model.norm_bias = 1;
 	f->model.position_embedding = POS_LEARNED;
 	f->model.max_position_embeddings = s;
 	f->fw.name = "test-framework";

@@ -161,7 +161,7 @@ Test(layer, bias_kernels_of_a_biased_model)
 	 * qkv T 3h/t, fc1 T f/t = 4096 * 2048, proj and fc2 T' h = 2048 *
 	 * 1024 (after the reduce-scatter), 2 B each. */
 	gpt_dims(&d, 2, 1);
-	d.bias_kernels = 1;
+	d.bias_kernels = LAYER_BIAS_ATTN | LAYER_BIAS_MLP;
 	layer_fwd(&d, NULL, &f);
 	op = fixture_op(&f, "qkv_bias");
 	cr_assert_not_null(op);

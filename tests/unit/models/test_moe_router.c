@@ -93,7 +93,9 @@ Test(moe, fp32_router_backward_casts_around_its_gemms)
  *   bf16 router (L = 2): read 12 n = 393216 B, write 8 n = 262144 B;
  *   FLOPs 5 n = 163840.
  * With router_bwd_ops 0 (the schema default) no such op: the order of
- * the test above (router_topk_bwd, then the casts) is unchanged.
+ * the test above (router_topk_bwd, then the casts) is unchanged. With
+ * moe_router_load_balancing_type none (the schema default; gpt-oss's
+ * bridge) none either, whatever router_bwd_ops says.
  */
 Test(moe, aux_loss_backward_after_the_topk_backward)
 {
@@ -105,6 +107,10 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 	m.f.job.training.dtype = DTYPE_BF16;
 	m.f.job.moe.router_dtype = DTYPE_FP32;
 	m.f.fw.host.router_bwd_ops = 5;
+	m.f.fw.moe_lb_type = MOE_LB_NONE;	/* no aux loss: no kernels */
+	moe_case_fwd_bwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
+	m.f.fw.moe_lb_type = MOE_LB_AUX;
 	moe_case_fwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));	/* bwd only */
 	moe_case_bwd(&m);
@@ -192,29 +198,37 @@ Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
 }
 
 /*
- * The aux loss's token counts are all-reduced over the ranks that share
- * the layer's tokens (moe_router.c aux_reduce; framework
- * moe_aux_loss_reduction): Megatron-Core's get_tokens_per_expert_and_
+ * The load-balancing type (framework moe_router_load_balancing_type,
+ * Megatron-Core's moe_router_load_balancing_type) decides the aux loss's
+ * forward ops and the count all-reduce (moe_router.c aux_reduce,
+ * layer_dims.c aux_group). Megatron-Core's get_tokens_per_expert_and_
  * token_count reduces E int64 counts, here E = 8: 8 x 8 = 64 B, a
  * blocking all-reduce on the compute stream right after the router's aux
  * ops, forward only (its backward is the loss's, not a collective).
- * tp_cp: over tp x cp (LG_TPCP), none when that group is one GPU; stage
- * (global_aux_loss): over tp x cp x dp (LG_STAGE); none: nothing.
+ * With host router_ops 2 and router_aux_ops 6 (the Megatron presets'):
+ *   aux_loss, seq_aux_loss: router_aux has 2 + 6 = 8 launches; counts
+ *     over tp x cp (LG_TPCP), none when that group is one GPU;
+ *   global_aux_loss: 8 launches; over tp x cp x dp (LG_STAGE);
+ *   none: router_aux has 2 launches (RandomSTE's), no all-reduce.
  */
-Test(moe, aux_loss_counts_are_all_reduced_over_the_token_group)
+Test(moe, load_balancing_type_sets_aux_ops_and_count_group)
 {
 	struct moe_case m;
 	const struct layer_op *c;
 	int at;
 
 	moe_case_init(&m, 8, 2, 512, 2);
-	m.f.fw.host.router_ops = 8;
-	m.f.fw.moe_aux_loss_reduction = AMAX_TP_CP;
+	m.f.fw.host.router_ops = 2;
+	m.f.fw.host.router_aux_ops = 6;
+	m.f.fw.moe_lb_type = MOE_LB_AUX;
 	m.f.job.parallelism.tp = 1;
 	m.f.job.parallelism.cp = 1;
 	m.f.job.parallelism.dp = 4;
 	moe_case_fwd(&m);	/* tp x cp = 1 GPU: Megatron returns early */
 	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+	c = fixture_op(&m.o, "router_aux");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 8, 1e-12);
 
 	m.f.job.parallelism.tp = 2;
 	moe_case_fwd(&m);
@@ -231,17 +245,28 @@ Test(moe, aux_loss_counts_are_all_reduced_over_the_token_group)
 	moe_case_bwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
 
+	/* seq_aux_loss: the same group */
+	m.f.fw.moe_lb_type = MOE_LB_SEQ_AUX;
+	moe_case_fwd(&m);
+	c = fixture_op(&m.o, "router_aux_reduce");
+	cr_assert_not_null(c);
+	cr_assert_eq(c->group, LG_TPCP);
+
 	/* global_aux_loss: the whole stage, even at tp 1 (dp 4) */
 	m.f.job.parallelism.tp = 1;
-	m.f.fw.moe_aux_loss_reduction = AMAX_STAGE;
+	m.f.fw.moe_lb_type = MOE_LB_GLOBAL_AUX;
 	moe_case_fwd(&m);
 	c = fixture_op(&m.o, "router_aux_reduce");
 	cr_assert_not_null(c);
 	cr_assert_eq(c->group, LG_STAGE);
 
-	/* no aux loss in the model (gpt-oss: load balancing "none") */
-	m.f.fw.moe_aux_loss_reduction = AMAX_NONE;
+	/* no aux loss (gpt-oss: load balancing "none"): 2 ops, no reduce */
+	m.f.job.parallelism.tp = 2;
+	m.f.fw.moe_lb_type = MOE_LB_NONE;
 	moe_case_fwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+	c = fixture_op(&m.o, "router_aux");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
 	moe_case_release(&m);
 }

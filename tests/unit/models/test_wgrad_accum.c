@@ -274,7 +274,10 @@ Test(layer, norm_parameters_are_added_by_the_ddp_hook)
  * (layer_ops.c lop_bias, lop_param_grad_add). The fixture's GPT layer (h
  * 1024, 16 heads of 64, MHA, ungated MLP f = 4h, tp 1): fc2's (h = 1024
  * elements), fc1's (f = 4096), proj's (h = 1024) and qkv's (q + k + v =
- * 3 x 1024 = 3072): 4 adds of 6 n B read, 4 n B written.
+ * 3 x 1024 = 3072): 4 adds of 6 n B read, 4 n B written. The attention's
+ * follow attention_bias, fc1's and fc2's mlp_bias (Megatron's
+ * add_bias_linear sets both; a Qwen2-style attention bias alone has no
+ * MLP bias: Qwen2MLP's linears are bias=False).
  */
 Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 {
@@ -293,9 +296,10 @@ Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 
 	fixture_gpt(&f, 8, 1024, 16, 51200, 2048, 2, 64, 1, 1, 1);
 	f.model.attention_bias = 1;
+	f.model.mlp_bias = 1;
 	f.fw.elementwise.bias_kernels = 1;
 	layer_dims_from_job(&f.job, &d);
-	cr_assert_eq(d.bias_kernels, 1);
+	cr_assert_eq(d.bias_kernels, LAYER_BIAS_ATTN | LAYER_BIAS_MLP);
 	cr_assert_eq(d.act_B, 2);
 	cr_assert_eq(d.grad_B, 4);
 	layer_bwd(&d, NULL, LREC_NONE, &o);
@@ -307,6 +311,25 @@ Test(layer, bias_parameters_are_added_by_the_ddp_hook)
 		fixture_assert_grad_add(&o, at + 1, "bias_grad_add",
 					want[i].n);
 	}
+
+	/* attention biases alone: proj's and qkv's adds, no MLP bias op */
+	f.model.mlp_bias = 0;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "bias_grad_add"), 2);
+	cr_assert_eq(fixture_op_index(&o, "fc1_bias_grad"), -1);
+	cr_assert_eq(fixture_op_index(&o, "fc2_bias_grad"), -1);
+	cr_assert(fixture_op_index(&o, "qkv_bias_grad") >= 0);
+	/* MLP biases alone: fc1's and fc2's, none of the attention's */
+	f.model.attention_bias = 0;
+	f.model.mlp_bias = 1;
+	layer_dims_from_job(&f.job, &d);
+	layer_bwd(&d, NULL, LREC_NONE, &o);
+	cr_assert_eq(fixture_op_count(&o, PASS_BWD, "bias_grad_add"), 2);
+	cr_assert(fixture_op_index(&o, "fc1_bias_grad") >= 0);
+	cr_assert_eq(fixture_op_index(&o, "proj_bias_grad"), -1);
+	cr_assert_eq(fixture_op_index(&o, "qkv_bias_grad"), -1);
+	f.model.attention_bias = 1;
 
 	/* biases in the GEMM epilogue (no bias kernels): no bias add */
 	f.fw.elementwise.bias_kernels = 0;

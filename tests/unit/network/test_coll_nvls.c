@@ -262,3 +262,61 @@ Test(nvls_run, heads_stop_at_32)
 	EQ_REL(o64.time_s, o32.time_s, 1e-9);
 	arena_release(&a);
 }
+
+/* The switches' reduction rate R (fabric reduction_bandwidth): every
+ * GPU's n bytes pass the switches' reduce once whoever heads the slice,
+ * so the collective takes n / R whatever the heads (algo.c
+ * nvls_reduce_bound), not the links' n (1 + 1/nh) / 0.74. With R far
+ * below the links (50 or 100 GB/s) the bound sets the rate, and between
+ * the two only the bandwidth term changes: n (1 + F L / S) (1/50 - 1/100)
+ * GB/s with F = 2 loops of fill (3 stages) and L = K nh c a loop (gb200-
+ * nvl72: K = 24 channels, c = 128 KiB at 8 GiB: 8 GiB >= 64 K nh c for
+ * nh = 8 and 32). 8 GPUs (8 heads): L = 24 MiB, 8 GiB x (1 + 2 x 24 MiB
+ * / 8 GiB) x 1e-11 s/B = 0.0864026 s; 64 GPUs (32 heads): L = 96 MiB,
+ * 8 GiB x 1.0234375 x 1e-11 = 0.0879126 s. The link model alone would
+ * make the 64 GPUs' bytes (1 + 1/32) / (1 + 1/8) = 0.917 of the 8's. */
+static double nvls_time(struct arena *a, const char *R, uint32_t n)
+{
+	char o[64];
+	const char *ov[] = { o };
+	const struct system_spec *s;
+	struct run r = { COLL_ALLREDUCE, 8 * GiB, NULL, n, ALGO_NVLS, 1,
+			 NULL };
+	struct net_coll_result out;
+
+	snprintf(o, sizeof(o), "scale_up.reduction_bandwidth=%s", R);
+	s = fx_load(a, &system_schema, "gb200-nvl72", ov, 1);
+	cr_assert_not_null(s);
+	out = coll_timed(s, &r);
+	cr_assert_str_eq(out.algorithm, "nvls");
+	return out.time_s;
+}
+
+Test(nvls_run, switch_reduce_rate_binds_whatever_the_heads)
+{
+	struct arena a;
+
+	arena_init(&a);
+	EQ_REL(nvls_time(&a, "50GB/s", 8) - nvls_time(&a, "100GB/s", 8),
+	       0.0864026, 1e-5);
+	EQ_REL(nvls_time(&a, "50GB/s", 64) - nvls_time(&a, "100GB/s", 64),
+	       0.0879126, 1e-5);
+	arena_release(&a);
+}
+
+/* 0 is no bound: the links alone (n (1 + 1/nh) / 0.74 at 18 x 40.1 GB/s
+ * sustained) pace it, faster than the preset's 445.2 GB/s bound on 64
+ * GPUs; a rate above the links' changes nothing. */
+Test(nvls_run, switch_reduce_rate_zero_is_off)
+{
+	struct arena a;
+	double t0, tp, tbig;
+
+	arena_init(&a);
+	t0 = nvls_time(&a, "0B/s", 64);
+	tp = nvls_time(&a, "445.2GB/s", 64);
+	tbig = nvls_time(&a, "5000GB/s", 64);
+	cr_assert_lt(t0, tp * 0.95);
+	EQ_REL(tbig, t0, 1e-9);
+	arena_release(&a);
+}

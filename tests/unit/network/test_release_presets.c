@@ -82,9 +82,12 @@ static void expect_blackwell_kept(const struct coll_lib_spec *l,
 			   "%s", w);
 }
 
-/* NCCL 2.27.3 - 2.28.7 (v2.28.3-1): the chain channel 70 GB/s and 24
- * NVLS channels in one NVLink domain as now; LL128 over C2C on (2.27.3+). */
-Test(net_release_presets, nccl_2_28_on_blackwell_keeps_the_systems_keys)
+/* A Blackwell release file (set: "collectives=NAME") on each of the four
+ * systems: the release's keys, the systems' kept, and the release's own
+ * ring chain channel (GB/s), NVLS channels in one NVLink domain and
+ * LL128 over a C2C NIC path. */
+static void expect_blackwell_release(const char *set, double chain_Bps,
+				     int nvls_channels, int ll128_c2c)
 {
 	struct arena a;
 	size_t i;
@@ -92,16 +95,17 @@ Test(net_release_presets, nccl_2_28_on_blackwell_keeps_the_systems_keys)
 	arena_init(&a);
 	for (i = 0; i < 4; i++) {
 		const struct coll_lib_spec *sys = lib_of(&a, blackwell[i], NULL);
-		const struct coll_lib_spec *l = lib_of(&a, blackwell[i],
-			"collectives=nccl-2.28-blackwell");
+		const struct coll_lib_spec *l = lib_of(&a, blackwell[i], set);
 
 		expect_release_keys(l, blackwell[i]);
 		expect_blackwell_kept(l, sys, blackwell[i]);
 		cr_assert_float_eq(l->algo[ALGO_RING].pipe[PROTO_SIMPLE]
-				   .chain_channel_Bps, 70e9, 1);
+				   .chain_channel_Bps, chain_Bps, 1, "%s %s",
+				   set, blackwell[i]);
 		cr_assert_eq(l->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels,
-			     24);
-		cr_assert(l->ll128_c2c);
+			     nvls_channels, "%s %s", set, blackwell[i]);
+		cr_assert_eq(l->ll128_c2c != 0, ll128_c2c, "%s %s", set,
+			     blackwell[i]);
 		/* the system itself runs the current release */
 		cr_assert_float_eq(sys->algo[ALGO_NVLS_TREE].hop_net
 				   .s[PROTO_SIMPLE], 20.9e-6, 1e-12);
@@ -111,29 +115,22 @@ Test(net_release_presets, nccl_2_28_on_blackwell_keeps_the_systems_keys)
 	arena_release(&a);
 }
 
-/* NCCL 2.25.1 - 2.26.x (v2.26.3-1): the chain channel 2 x 38.7 = 77.4 GB/s (perChMaxTreeBws one node), 32
- * NVLS channels on one NVLink domain too (NVLS_NCHANNELS_SM100_NVL came
- * with v2.27.3-1), no LL128 over a C2C NIC path. */
+/* NCCL 2.27.3 - 2.28.7 (v2.28.3-1): the chain channel 70 GB/s and 24
+ * NVLS channels in one NVLink domain as now; LL128 over C2C on (2.27.3+). */
+Test(net_release_presets, nccl_2_28_on_blackwell_keeps_the_systems_keys)
+{
+	expect_blackwell_release("collectives=nccl-2.28-blackwell", 70e9, 24,
+				 1);
+}
+
+/* NCCL 2.25.1 - 2.26.x (v2.26.3-1): the chain channel 2 x 38.7 = 77.4
+ * GB/s (perChMaxTreeBws one node), 32 NVLS channels on one NVLink domain
+ * too (NVLS_NCHANNELS_SM100_NVL came with v2.27.3-1), no LL128 over a
+ * C2C NIC path. */
 Test(net_release_presets, nccl_2_26_on_blackwell_keeps_the_systems_keys)
 {
-	struct arena a;
-	size_t i;
-
-	arena_init(&a);
-	for (i = 0; i < 4; i++) {
-		const struct coll_lib_spec *sys = lib_of(&a, blackwell[i], NULL);
-		const struct coll_lib_spec *l = lib_of(&a, blackwell[i],
-			"collectives=nccl-2.26-blackwell");
-
-		expect_release_keys(l, blackwell[i]);
-		expect_blackwell_kept(l, sys, blackwell[i]);
-		cr_assert_float_eq(l->algo[ALGO_RING].pipe[PROTO_SIMPLE]
-				   .chain_channel_Bps, 77.4e9, 1);
-		cr_assert_eq(l->algo[ALGO_NVLS].pipe[PROTO_SIMPLE].channels,
-			     32);
-		cr_assert(!l->ll128_c2c);
-	}
-	arena_release(&a);
+	expect_blackwell_release("collectives=nccl-2.26-blackwell", 77.4e9,
+				 32, 0);
 }
 
 /* Why the files exist: the plain release preset replaces a Blackwell

@@ -392,33 +392,76 @@ static void assert_same_ends(const struct outcome *a, const struct outcome *b,
 			     (long long)b->end[t], (long long)a->end[t]);
 }
 
-/* A seeded program built three ways: as flows (replay off), replayed
- * without pairs, and replayed with pairs (o[0], o[1], o[2]; guests on,
- * as net_new()). */
+/* A seeded program on a collective path (NULL: the library's). */
 typedef struct prog *(*build_fn)(uint64_t, const struct coll_path *);
 
-static void run_three_ways(const struct system_spec *sys, build_fn make_prog,
-			   uint64_t seed, struct outcome o[3])
-{
-	int k;
+/* One way a seeded program runs: replay, guests and pairs on or off, and
+ * the pairs' byte budget (0: the default). */
+struct way {
+	int replay, guests, pairs;
+	size_t pairs_max_B;
+};
 
-	for (k = 0; k < 3; k++) {
-		pairs_on = k == 2;
-		run_outcome(sys, make_prog(seed, &fwd_path), k >= 1, 1, &o[k]);
-	}
-	pairs_on = 1;
+/* As flows, replayed without pairs, replayed with them */
+static const struct way pairs3[3] = {
+	{ 0, 1, 0, 0 }, { 1, 1, 0, 0 }, { 1, 1, 1, 0 },
+};
+/* As flows and replayed, pairs on both (net_new()'s defaults) */
+static const struct way pairs2[2] = { { 0, 1, 1, 0 }, { 1, 1, 1, 0 } };
+/* As flows, replayed, replayed with a pairs' budget of 1 byte */
+static const struct way budget3[3] = {
+	{ 0, 1, 1, 0 }, { 1, 1, 1, 0 }, { 1, 1, 1, 1 },
+};
+/* As flows, replayed without guests, replayed with them */
+static const struct way guests3[3] = {
+	{ 0, 0, 1, 0 }, { 1, 0, 1, 0 }, { 1, 1, 1, 0 },
+};
+
+static void stats_add(struct net_stats *sum, const struct net_stats *s)
+{
+	sum->flows += s->flows;
+	sum->guests += s->guests;
+	sum->host_kept += s->host_kept;
+	sum->late += s->late;
+	sum->paired += s->paired;
+	sum->pairs_recorded += s->pairs_recorded;
+	sum->pairs_evicted += s->pairs_evicted;
 }
 
-/* Both replayed runs of run_three_ways() end every task at the flow-level
- * run's ns; the outcomes are freed. */
-static void assert_three_same_and_free(struct outcome o[3], uint64_t seed)
+/* Seeds 1 to `seeds` of make_prog(seed, path), each run the n ways w (w[0]
+ * as flows): every other way ends every task at w[0]'s ns; each way's
+ * counters summed over the seeds into sum[n] (zeroed here); each(o, seed)
+ * sees a seed's outcomes first when given. */
+static void over_seeds(const struct system_spec *sys, build_fn make_prog,
+		       const struct coll_path *path, const struct way *w,
+		       int n, uint64_t seeds,
+		       void (*each)(const struct outcome *o, uint64_t seed),
+		       struct net_stats *sum)
 {
+	uint64_t seed;
 	int k;
 
-	for (k = 1; k < 3; k++)
-		assert_same_ends(&o[0], &o[k], seed, k);
-	for (k = 0; k < 3; k++)
-		free(o[k].end);
+	memset(sum, 0, (size_t)n * sizeof(*sum));
+	for (seed = 1; seed <= seeds; seed++) {
+		struct outcome o[3];
+
+		cr_assert_leq(n, 3);
+		for (k = 0; k < n; k++) {
+			pairs_on = w[k].pairs;
+			pairs_max_B = w[k].pairs_max_B;
+			run_outcome(sys, make_prog(seed, path), w[k].replay,
+				    w[k].guests, &o[k]);
+			stats_add(&sum[k], &o[k].st);
+		}
+		pairs_on = 1;
+		pairs_max_B = 0;
+		if (each)
+			each(o, seed);
+		for (k = 1; k < n; k++)
+			assert_same_ends(&o[0], &o[k], seed, k);
+		for (k = 0; k < n; k++)
+			free(o[k].end);
+	}
 }
 
 /* Rounds of an all-to-all over every GPU on a forwarding path (its flows
@@ -491,28 +534,15 @@ static struct prog *build_guests(uint64_t seed, const struct coll_path *path)
 Test(net_replay, guests_give_the_flow_level_times)
 {
 	struct arena a;
-	const struct system_spec *sys;
-	uint64_t seed, guests = 0;
+	struct net_stats sum[3];
 
 	arena_init(&a);
-	sys = system_of(&a);
-	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[3];
-		int k;
-
-		for (k = 0; k < 3; k++)
-			run_outcome(sys, build_guests(seed, &fwd_path), k > 0,
-				    k == 2, &o[k]);
-		cr_assert_eq(o[0].st.guests, 0);
-		cr_assert_eq(o[1].st.guests, 0);
-		guests += o[2].st.guests;
-		for (k = 1; k < 3; k++)
-			assert_same_ends(&o[0], &o[k], seed, k);
-		for (k = 0; k < 3; k++)
-			free(o[k].end);
-	}
-	cr_log_info("guests %llu", (unsigned long long)guests);
-	cr_assert_gt(guests, 0);
+	over_seeds(system_of(&a), build_guests, &fwd_path, guests3, 3, 6,
+		   NULL, sum);
+	cr_log_info("guests %llu", (unsigned long long)sum[2].guests);
+	cr_assert_eq(sum[0].guests, 0);
+	cr_assert_eq(sum[1].guests, 0);
+	cr_assert_gt(sum[2].guests, 0);
 	arena_release(&a);
 }
 
@@ -599,28 +629,20 @@ static struct prog *build_late(uint64_t seed, const struct coll_path *path)
 Test(net_replay, late_replays_give_the_flow_level_times)
 {
 	struct arena a;
-	const struct system_spec *sys;
-	uint64_t seed, late = 0, flows = 0, paired = 0;
+	struct net_stats sum[3];
 
 	arena_init(&a);
-	sys = system_of(&a);
-	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[3];
-
-		run_three_ways(sys, build_late, seed, o);
-		cr_assert_eq(o[0].st.late, 0);
-		cr_assert_eq(o[1].st.paired, 0);
-		late += o[1].st.late;
-		flows += o[1].st.flows;
-		paired += o[2].st.paired;
-		assert_three_same_and_free(o, seed);
-	}
+	over_seeds(system_of(&a), build_late, &fwd_path, pairs3, 3, 6, NULL,
+		   sum);
 	cr_log_info("late replays %llu, flows %llu, pairs %llu",
-		    (unsigned long long)late, (unsigned long long)flows,
-		    (unsigned long long)paired);
-	cr_assert_gt(late, 0);
-	cr_assert_gt(flows, 0);
-	cr_assert_gt(paired, 0);
+		    (unsigned long long)sum[1].late,
+		    (unsigned long long)sum[1].flows,
+		    (unsigned long long)sum[2].paired);
+	cr_assert_eq(sum[0].late, 0);
+	cr_assert_eq(sum[1].paired, 0);
+	cr_assert_gt(sum[1].late, 0);
+	cr_assert_gt(sum[1].flows, 0);
+	cr_assert_gt(sum[2].paired, 0);
 	arena_release(&a);
 }
 
@@ -714,30 +736,17 @@ static struct prog *build_guest_chains(uint64_t seed,
 Test(net_replay, guests_in_one_host_state_give_the_flow_level_times)
 {
 	struct arena a;
-	const struct system_spec *sys;
-	uint64_t seed, guests = 0, kept = 0;
+	struct net_stats sum[3];
 
 	arena_init(&a);
-	sys = system_of(&a);
-	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[3];
-		int k;
-
-		for (k = 0; k < 3; k++)
-			run_outcome(sys, build_guest_chains(seed, &fwd_path),
-				    k > 0, k == 2, &o[k]);
-		cr_assert_eq(o[1].st.host_kept, 0);
-		guests += o[2].st.guests;
-		kept += o[2].st.host_kept;
-		for (k = 1; k < 3; k++)
-			assert_same_ends(&o[0], &o[k], seed, k);
-		for (k = 0; k < 3; k++)
-			free(o[k].end);
-	}
-	cr_log_info("guests %llu, links kept %llu", (unsigned long long)guests,
-		    (unsigned long long)kept);
-	cr_assert_gt(guests, 0);
-	cr_assert_gt(kept, 0);
+	over_seeds(system_of(&a), build_guest_chains, &fwd_path, guests3, 3, 6,
+		   NULL, sum);
+	cr_log_info("guests %llu, links kept %llu",
+		    (unsigned long long)sum[2].guests,
+		    (unsigned long long)sum[2].host_kept);
+	cr_assert_eq(sum[1].host_kept, 0);
+	cr_assert_gt(sum[2].guests, 0);
+	cr_assert_gt(sum[2].host_kept, 0);
 	arena_release(&a);
 }
 
@@ -834,26 +843,18 @@ static struct prog *build_pairs(uint64_t seed, const struct coll_path *path)
 Test(net_replay, pair_replays_give_the_flow_level_times)
 {
 	struct arena a;
-	const struct system_spec *sys;
-	uint64_t seed, paired = 0, recorded = 0, evicted = 0;
+	struct net_stats sum[3];
 
 	arena_init(&a);
-	sys = system_of(&a);
-	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[3];
-
-		run_three_ways(sys, build_pairs, seed, o);
-		cr_assert_eq(o[1].st.paired, 0);
-		paired += o[2].st.paired;
-		recorded += o[2].st.pairs_recorded;
-		evicted += o[2].st.pairs_evicted;
-		assert_three_same_and_free(o, seed);
-	}
+	over_seeds(system_of(&a), build_pairs, &fwd_path, pairs3, 3, 6, NULL,
+		   sum);
 	cr_log_info("pairs replayed %llu, recorded %llu, evicted %llu",
-		    (unsigned long long)paired, (unsigned long long)recorded,
-		    (unsigned long long)evicted);
-	cr_assert_gt(paired, recorded);
-	cr_assert_gt(evicted, 0);
+		    (unsigned long long)sum[2].paired,
+		    (unsigned long long)sum[2].pairs_recorded,
+		    (unsigned long long)sum[2].pairs_evicted);
+	cr_assert_eq(sum[1].paired, 0);
+	cr_assert_gt(sum[2].paired, sum[2].pairs_recorded);
+	cr_assert_gt(sum[2].pairs_evicted, 0);
 	arena_release(&a);
 }
 
@@ -951,27 +952,19 @@ Test(net_replay, evicted_pairs_adopt_the_earlier_phase_first)
 	static const enum coll_op ops[2] = { COLL_ALLGATHER, COLL_ALLREDUCE };
 	struct arena a;
 	const struct system_spec *sys;
-	uint64_t seed, paired = 0, evicted = 0;
+	struct net_stats sum[2];
+	uint64_t paired = 0, evicted = 0;
 	int op;
 
 	arena_init(&a);
 	sys = system_of(&a);
 	pairs_more = 1;
-	for (op = 0; op < 2; op++)
-		for (seed = 1; seed <= 40; seed++) {
-			struct outcome o[2];
-			int k;
-
-			pairs_op = ops[op];
-			for (k = 0; k < 2; k++)
-				run_outcome(sys, build_pairs(seed, NULL),
-					    k, 1, &o[k]);
-			paired += o[1].st.paired;
-			evicted += o[1].st.pairs_evicted;
-			assert_same_ends(&o[0], &o[1], seed, op);
-			for (k = 0; k < 2; k++)
-				free(o[k].end);
-		}
+	for (op = 0; op < 2; op++) {
+		pairs_op = ops[op];
+		over_seeds(sys, build_pairs, NULL, pairs2, 2, 40, NULL, sum);
+		paired += sum[1].paired;
+		evicted += sum[1].pairs_evicted;
+	}
 	pairs_op = COLL_ALLTOALL;
 	pairs_more = 0;
 	cr_log_info("pairs replayed %llu, evicted %llu",
@@ -987,34 +980,25 @@ Test(net_replay, evicted_pairs_adopt_the_earlier_phase_first)
  * more: build_pairs() meets at one of a few offsets, of two sizes) and
  * runs the other meetings as flows, ending every task at the flow-level
  * run's ns. */
+/* One seed of pairs_stop_at_their_byte_budget: at most the one pair the
+ * byte fills, and one exactly where the default budget records any */
+static void one_pair_at_most(const struct outcome *o, uint64_t seed)
+{
+	cr_assert_leq(o[2].st.pairs_recorded, 1, "seed %llu",
+		      (unsigned long long)seed);
+	cr_assert_eq(o[2].st.pairs_recorded, o[1].st.pairs_recorded ? 1 : 0,
+		     "seed %llu", (unsigned long long)seed);
+}
+
 Test(net_replay, pairs_stop_at_their_byte_budget)
 {
 	struct arena a;
-	const struct system_spec *sys;
-	uint64_t seed, recorded_default = 0;
+	struct net_stats sum[3];
 
 	arena_init(&a);
-	sys = system_of(&a);
-	for (seed = 1; seed <= 6; seed++) {
-		struct outcome o[3];
-		int k;
-
-		for (k = 0; k < 3; k++) {
-			pairs_max_B = k == 2 ? 1 : 0;
-			run_outcome(sys, build_pairs(seed, &fwd_path), k >= 1,
-				    1, &o[k]);
-		}
-		pairs_max_B = 0;
-		recorded_default += o[1].st.pairs_recorded;
-		cr_assert_leq(o[2].st.pairs_recorded, 1, "seed %llu",
-			      (unsigned long long)seed);
-		cr_assert_eq(o[2].st.pairs_recorded,
-			     o[1].st.pairs_recorded ? 1 : 0);
-		assert_same_ends(&o[0], &o[2], seed, 2);
-		for (k = 0; k < 3; k++)
-			free(o[k].end);
-	}
-	cr_assert_gt(recorded_default, 6);
+	over_seeds(system_of(&a), build_pairs, &fwd_path, budget3, 3, 6,
+		   one_pair_at_most, sum);
+	cr_assert_gt(sum[1].pairs_recorded, 6);
 	arena_release(&a);
 }
 

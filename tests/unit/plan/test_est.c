@@ -16,6 +16,7 @@
 #include "config/spec_job.h"
 #include "models/sched.h"
 #include "plan/est_impl.h"
+#include "plan/est_pipe_impl.h"
 #include "plan/memo.h"
 
 /* The stream (0-5) rank r's transfers of direction bwd with the pair
@@ -278,6 +279,45 @@ Test(est, packed_order_gives_the_same_bits)
 	}
 	for (w = 0; w < 2; w++)
 		est_free_pipe(e[w]);
+}
+
+/* A packed order's sent values live in a pool of cells (est_pipe_order.c
+ * pool_cells): a value is read at most once a run, within a round or two
+ * of its step (each rank places one action a round), so about one value
+ * a rank is waiting at any time: 1F1B at pp 128 with 128 microbatches
+ * (32,768 steps, as many sent cells in the layout) needs p + 1 = 129
+ * cells. The bound 2 p + v below fails if cells are not given back
+ * after their last read (then every read value keeps one: ~2 S m); the
+ * interleaved schedule's wrap and chunk changes hold a few more (pp 8,
+ * vpp 4: 17 of 20). The three runs' order (g > 0) keeps the shared
+ * steps' values to the last run's read: 1F1B pp 64 from m0 64 uses 124
+ * of 129. */
+Test(est, packed_order_pools_its_sent_values)
+{
+	static const struct { int sched; int64_t p, v, m, g; } cases[] = {
+		{ SCHED_1F1B, 128, 1, 128, 0 }, { SCHED_1F1B, 16, 1, 19, 0 },
+		{ SCHED_INTERLEAVED, 8, 4, 128, 0 }, { SCHED_GPIPE, 8, 1, 11, 0 },
+		{ SCHED_1F1B, 64, 1, 64, 1 },
+	};
+	size_t k;
+	struct est *e = mem_calloc(1, sizeof(*e));
+
+	cr_assert_not_null(e);
+	memo_init(&e->pipe_lists, EST_PIPE_KEY * sizeof(int64_t),
+		  sizeof(void *));
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		const struct porder *o = est_pipe_order(e, cases[k].sched,
+			cases[k].p, cases[k].v, cases[k].m, cases[k].g, 0);
+
+		cr_assert_not_null(o);
+		cr_assert_not_null(o->c, "case %zu packed", k);
+		cr_assert(o->pool > 0 &&
+			  o->pool <= 2 * cases[k].p + cases[k].v,
+			  "case %zu: %lld cells for pp %lld", k,
+			  (long long)o->pool, (long long)cases[k].p);
+	}
+	cr_assert_eq(est_pipe_order(e, SCHED_1F1B, 128, 1, 128, 0, 0)->pool, 129);
+	est_free_pipe(e);
 }
 
 /* run_once keeps a missing stream (stage 0's input and backward send,
