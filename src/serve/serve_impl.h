@@ -45,6 +45,12 @@ struct serve_req {
 	int64_t pages;		/* KV pages held */
 	int64_t reserved;	/* tokens reserved by admission (trtllm) */
 	int64_t preempted;	/* times preempted or retracted */
+	int64_t kept;		/* waiting after a preemption: the tokens
+				 * whose pages its instance's prefix cache
+				 * still holds (serve_inst keep_preempted),
+				 * 0 otherwise */
+	int64_t kept_pages;	/* ... those pages, free but not yet
+				 * evicted */
 	int64_t in_step;	/* tag of the step it is in (0: none) */
 	int64_t step_q;		/* tokens it computes in that step */
 	int step_prefill;	/* that step is a prompt chunk */
@@ -114,6 +120,13 @@ struct serve_inst {
 	int64_t adp;			/* attention-DP ranks, each with
 					 * max_tokens / adp of the budget */
 	int chunked;
+	int keep_preempted;		/* vLLM V1 with prefix caching: a
+					 * preempted request's pages stay
+					 * cached until evicted (serve_queue.c
+					 * preempt, kv_reclaim) */
+	int64_t cached_free;		/* free pages still holding a waiting
+					 * request's kept prefix */
+	struct serve_req *reqs;		/* the simulation's requests (s->req) */
 	struct req_queue waiting;
 	/* TensorRT-LLM attention DP with per-rank admission (engine
 	 * adp_admission: rank; serve_trtllm.c): NULL otherwise */
@@ -296,10 +309,13 @@ static inline int serve_req_decoding(const struct serve_req *r)
 }
 
 /* First admission of waiting request r: the prefix cache's tokens count
- * as computed. The tokens it starts from. */
+ * as computed, and after a preemption the tokens its kept pages still
+ * hold (serve_queue.c preempt). The tokens it starts from. */
 static inline int64_t serve_req_start(const struct serve_req *r)
 {
-	return r->computed > r->cached ? r->computed : r->cached;
+	int64_t t = r->computed > r->cached ? r->computed : r->cached;
+
+	return t > r->kept ? t : r->kept;
 }
 
 /* Draft tokens a decode step verifies (0 without speculation). */

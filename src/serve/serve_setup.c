@@ -198,6 +198,9 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->adp = x->adp > 0 ? x->adp : 1;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
+	in->reqs = s->req;
+	in->keep_preempted = x->eng->scheduler == ENGINE_SCHED_VLLM &&
+			     x->eng->prefix_caching && in->adp == 1;
 	if (x->eng->scheduler == ENGINE_SCHED_SGLANG && in->adp > 1) {
 		in->adp_chunked = mem_alloc((size_t)in->adp *
 					    sizeof(*in->adp_chunked));
