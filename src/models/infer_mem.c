@@ -29,6 +29,21 @@
  *   total  (vLLM)     KV = f C - (C - C_u) - M - A - X
  *   static (SGLang)   KV = f C - (C - C_u) - M       (A + X from the rest)
  *   free   (TRT-LLM)  KV = f (C_u - M - A - X)
+ *   snapshot (vLLM V1) KV = f C - M - A - (X - G)
+ *
+ * snapshot is vLLM V1's Worker.determine_available_memory (read at
+ * ROCm/vllm 0909_rc3 @ 6663000a, upstream 0.10.1: v1/worker/gpu_worker.py
+ * :174-177 init_device takes MemorySnapshot() once the device is set, so
+ * the CUDA context is in it, and requested_memory = total x
+ * gpu_memory_utilization; :240-258 KV = requested_memory -
+ * non_kv_cache_memory, which utils/__init__.py:2773 sums as weights +
+ * the profile run's torch peak + the non-torch growth since that
+ * snapshot; :314 capture_model runs after the KV cache is allocated).
+ * So C - C_u stays outside, and so does G, the workspace's graph pool
+ * (engine key graph_pool). vLLM PR #30515 (2026) added an estimate of
+ * the graphs to the profile (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
+ * off by default; on by default from v0.21.0 by its log line, skipped on
+ * ROCm before PR #48526): such a version's preset sets graph_pool 0.
  *
  * The logits term is the sizing run's: vLLM's sampler run takes S_max
  * rows (engine estimate_logits: max_seqs). TensorRT-LLM's KV estimation
@@ -364,6 +379,8 @@ static double kv_by_rule(const struct engine_spec *e, double cap,
 		return f * cap - (cap - usable) - weights;
 	case ENGINE_MEM_FREE:
 		return f * (usable - weights - act - work);
+	case ENGINE_MEM_SNAPSHOT:	/* context and graph pool outside */
+		return f * cap - weights - act - (work - e->graph_pool_B);
 	default:
 		return f * cap - (cap - usable) - weights - act - work;
 	}
