@@ -284,8 +284,9 @@ static const struct schema_field host_fields[] = {
 	{ .key = "router_ops", .type = ST_INT, .offset = HOFF(router_ops),
 	  .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: small PyTorch ops the router issues beyond its GEMM and "
-		  "top-k when it has no aux loss (force balancing's random "
-		  "logits), per forward" },
+		  "top-k under force balancing (its random logits), per "
+		  "forward; charged only to a training job whose routing "
+		  "balance is forced with balanced_gate random" },
 	{ .key = "router_aux_ops", .type = ST_INT,
 	  .offset = HOFF(router_aux_ops), .def = "0", .min = 0, .max = 1e4,
 	  .help = "MoE: more small ops the router issues for its aux loss "
@@ -596,6 +597,15 @@ static const struct schema_field framework_fields[] = {
 		  "stream while the routed experts' tokens are dispatched "
 		  "(as moe.shared_expert_overlap does), whatever the job's "
 		  "moe.shared_expert_overlap" },
+	{ .key = "te_permute_expert_loop", .type = ST_BOOL,
+	  .offset = FOFF(te_permute_loop), .def = "false",
+	  .help = "MoE with moe.permute_fusion: Transformer Engine 2.1-2.5's "
+		  "Triton permute kernels (before TE PR #1927), whose program "
+		  "for each token loads the row map of every expert, one after "
+		  "the other, for each 1024-element block of the hidden size, "
+		  "and whose chunk sort walks every split for each row: "
+		  "latency-bound at the GPU's l1_hit_latency / l2_hit_latency; "
+		  "false: TE >= 2.6's kernels (bandwidth only)" },
 	{ .key = "moe_chunk_sort", .type = ST_BOOL,
 	  .offset = FOFF(moe_chunk_sort), .def = "true",
 	  .help = "MoE with more than one local expert: the token dispatcher "
@@ -703,7 +713,14 @@ static const struct schema_field framework_fields[] = {
 		  "and seq_aux_loss: the aux loss's kernels (host router_aux_ops, "
 		  "router_bwd_ops) and its tokens-per-expert counts all-reduced "
 		  "over tp x cp every forward; global_aux_loss: over tp x dp x "
-		  "cp; sinkhorn is not modelled (exit 2)" },
+		  "cp; sinkhorn is not modelled (exit 2); none of it unless "
+		  "moe_aux_loss_coeff > 0" },
+	{ .key = "moe_aux_loss_coeff", .type = ST_NUM,
+	  .offset = FOFF(moe_aux_loss_coeff), .def = "0", .min = 0,
+	  .max = 1e3,
+	  .help = "MoE training: Megatron-Core's moe_aux_loss_coeff (its "
+		  "default 0: no aux loss whatever the load-balancing type); "
+		  "llmsim uses only whether it is > 0" },
 	{ .key = "fp8_fast_accumulation", .type = ST_ENUM,
 	  .offset = FOFF(fp8_fast_accum), .values = fp8_fast_accum_names,
 	  .def = "none",

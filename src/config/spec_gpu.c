@@ -527,6 +527,17 @@ static const struct schema_field gpu_fields[] = {
 		  "reaches when its loads in flight, not the memory, bound "
 		  "it; times compute_units, capped at the level's bandwidth "
 		  "(replaces strided_efficiency when set)" },
+	{ .key = "l1_hit_latency", .type = ST_NUM,
+	  .offset = OFF(l1_hit_cycles), .min = 1, .max = 1e4,
+	  .flags = SF_OPTIONAL,
+	  .help = "SM clock cycles of a global load that hits L1 when the "
+		  "next load waits for it (a pointer chase; at max_clock): "
+		  "the step of latency-bound loops (absent: not modelled)" },
+	{ .key = "l2_hit_latency", .type = ST_NUM,
+	  .offset = OFF(l2_hit_cycles), .min = 1, .max = 1e4,
+	  .flags = SF_OPTIONAL,
+	  .help = "SM clock cycles of such a load that misses L1 and hits "
+		  "L2 (absent: not modelled)" },
 	{ .key = "scatter_add_bandwidth", .type = ST_BANDWIDTH,
 	  .offset = OFF(scatter_add_Bps), .min = MIN_MEM_BPS,
 	  .flags = SF_OPTIONAL,

@@ -340,6 +340,9 @@ struct gpu_spec {
 	double strided_sm_Bps;			/* B/s per SM the same path reaches where it is
 						 * bound by loads in flight per SM, not by the
 						 * memory; 0 = use strided_efficiency */
+	double l1_hit_cycles;			/* SM clock cycles of a dependent global
+						 * load hitting L1; 0 = not modelled */
+	double l2_hit_cycles;			/* the same hitting L2; 0 = not modelled */
 	double scatter_add_Bps;			/* B/s of elements an atomic scatter-add
 						 * (PyTorch index_add_ / scatter_add_) adds
 						 * into its output; 0 = they stream */

@@ -479,6 +479,9 @@ struct framework_spec {
 	int fused_cross_entropy;		/* the loss is one fused kernel (else PyTorch ops) */
 	int shared_expert_stream;		/* MoE: the shared experts run on a side
 					 * stream beside the routed experts' dispatch */
+	int te_permute_loop;			/* MoE: Transformer Engine < 2.6's fused
+						 * permute kernels, each token's program
+						 * walking every expert (moe_permute.c) */
 	int moe_chunk_sort;			/* MoE: the dispatcher sorts the received rows
 						 * by local expert (more than one a GPU) */
 	int router_gemm_te;			/* MoE: the router's GEMMs in Transformer
@@ -523,6 +526,8 @@ struct framework_spec {
 						 * balancing (Megatron moe_router_load_
 						 * balancing_type): its aux kernels and the
 						 * group its token counts are all-reduced over */
+	double moe_aux_loss_coeff;		/* Megatron moe_aux_loss_coeff: the aux loss
+						 * runs only when it is > 0 (job_aux_loss) */
 	int fp8_fast_accum;			/* enum fp8_fast_accum: the fp8 GEMMs run in
 						 * Hopper's fast-accumulation mode */
 	struct elementwise_spec elementwise;	/* how the memory-bound ops run */
@@ -638,6 +643,16 @@ static inline int64_t job_microbatches(const struct job_spec *j)
 {
 	return j->training.global_batch_size /
 	       (j->training.micro_batch_size * j->parallelism.dp);
+}
+
+/* Whether a training step runs the MoE router's aux loss: Megatron-Core
+ * runs it only for a load-balancing type with an aux loss and a positive
+ * coefficient (router.py is_aux_loss_enabled @ d98e8a64dd l. 403-408:
+ * get_aux_loss_coeff(type) > 0); inference computes no loss. */
+static inline int job_aux_loss(const struct job_spec *j)
+{
+	return j->framework->moe_lb_type != MOE_LB_NONE &&
+	       j->framework->moe_aux_loss_coeff > 0 && !job_is_inference(j);
 }
 
 /* Whether the job's routing is the framework's round-robin balanced gate

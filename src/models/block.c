@@ -219,10 +219,54 @@ static struct gpu_cost chunk_cost(const struct kern *k,
 	return gpu_chunk_gemm(g, dt->base, &s);
 }
 
+/* Latency-bound kernels (kern chain_*, moe_permute.c): Transformer
+ * Engine's Triton kernels launch with Triton's default 4 warps (its
+ * autotune configs set none: triton.Config num_warps=4), 128 threads a
+ * program, and an NVIDIA SM keeps at most 2048 threads resident (CUDA
+ * C++ Programming Guide, compute capabilities 8.0-10.x), so 16 programs
+ * an SM run side by side and the grid runs in waves of 16 x SMs. Each
+ * program issues its chain of dependent loads one after the other, a
+ * load taking the GPU's pointer-chase hit latency (l1_hit_latency,
+ * l2_hit_latency: cycles at max_clock). The kernel takes at least the
+ * waves times the chain; its bytes stream meanwhile (its stores do not
+ * wait). 0 where the GPU states no latency. */
+#define CHAIN_THREADS 128.0
+#define SM_MAX_THREADS 2048.0
+
+static double chain_s(const struct kern *k, const struct gpu_spec *g)
+{
+	double resident = floor(SM_MAX_THREADS / CHAIN_THREADS) *
+			  (double)g->compute_units;
+	double cycles = k->chain_l1 * g->l1_hit_cycles +
+			k->chain_l2 * g->l2_hit_cycles;
+
+	if (!(k->chain_grid > 0) || !(resident > 0) || !(g->max_clock_hz > 0))
+		return 0;
+	return ceil(k->chain_grid / resident) * cycles / g->max_clock_hz;
+}
+
+static struct gpu_cost mem_cost(const struct kern *k,
+				const struct gpu_spec *g)
+{
+	if (k->mem_eff > 0 && k->mem_eff < 1)
+		return slow_memory_op(k, g);
+	if (k->scatter_B > 0)
+		return scatter_op(k, g);
+	if (k->launches > 1 || k->strided_B > 0)
+		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
+				      k->vec_flops, k->read_B + k->write_B,
+				      k->launches);
+	return gpu_memory_op(g, k->read_B, k->write_B, k->vec_flops,
+			     k->read_B + k->write_B);
+}
+
 /* The time of one kernel on g. */
 static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 				 const struct block_dtypes *dt)
 {
+	struct gpu_cost c;
+	double chain;
+
 	switch (k->kind) {
 	case KERN_CHUNK:
 		return chunk_cost(k, g, dt);
@@ -237,16 +281,13 @@ static struct gpu_cost kern_cost(const struct kern *k, const struct gpu_spec *g,
 	case KERN_MEM:
 		break;
 	}
-	if (k->mem_eff > 0 && k->mem_eff < 1)
-		return slow_memory_op(k, g);
-	if (k->scatter_B > 0)
-		return scatter_op(k, g);
-	if (k->launches > 1 || k->strided_B > 0)
-		return gpu_memory_ops(g, k->read_B, k->write_B, k->strided_B,
-				      k->vec_flops, k->read_B + k->write_B,
-				      k->launches);
-	return gpu_memory_op(g, k->read_B, k->write_B, k->vec_flops,
-			     k->read_B + k->write_B);
+	c = mem_cost(k, g);
+	chain = chain_s(k, g);
+	if (chain > c.time_s) {
+		c.time_s = chain;
+		c.bound = GPU_BOUND_MEMORY;
+	}
+	return c;
 }
 
 static const char *op_name(const struct layer_op *op, struct prog *p)

@@ -85,6 +85,9 @@ struct moe_dims {
 	int quant_kernels;	/* kernels quantizing one expert's input (0:
 				 * one fused launch for all, moe.c) */
 	int permute_fusion;	/* fused permute / unpermute kernels */
+	int permute_loop;	/* ... Transformer Engine < 2.6's, walking every
+				 * expert for each token (framework
+				 * te_permute_expert_loop; moe_permute.c) */
 	int chunk_sort;		/* the library dispatcher sorts its received
 				 * rows by local expert (framework
 				 * moe_chunk_sort) */
@@ -515,6 +518,11 @@ struct kern {
 	double chunk_in_B;	/* KERN_CHUNK: B per operand element */
 	double chunk_out_B;	/* KERN_CHUNK: B per result element */
 	int chunk_bwd;		/* KERN_CHUNK: a backward kernel (its rate) */
+	double chain_grid;	/* programs (thread blocks of CHAIN_THREADS) of
+				 * a latency-bound kernel; 0 = not one */
+	double chain_l1;	/* dependent loads one program issues one
+				 * after the other that hit L1 ... */
+	double chain_l2;	/* ... and that hit L2 (block.c chain_s) */
 	double scatter_B;	/* B of its reads an atomic scatter-add adds
 				 * into the output (gpu_scatter_add_extra_s);
 				 * 0 = none */

@@ -184,7 +184,7 @@ static int aux_group(const struct job_spec *j, const struct moe_dims *e)
 	int t = j->framework->moe_lb_type;
 	int64_t n = p->tp * p->cp * (t == MOE_LB_GLOBAL_AUX ? p->dp : 1);
 
-	if (t == MOE_LB_NONE || job_is_inference(j) || e->fixed_gate || n < 2)
+	if (!job_aux_loss(j) || e->fixed_gate || n < 2)
 		return -1;
 	return t == MOE_LB_GLOBAL_AUX ? LG_STAGE : LG_TPCP;
 }
@@ -196,7 +196,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	const struct parallel_spec *p = &j->parallelism;
 	const struct moe_job_spec *mj = &j->moe;
 	struct moe_dims *e = &d->moe;
-	int aux;
+	int aux, forced;
 
 	if (!model_is_moe(m))
 		return;
@@ -229,6 +229,7 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 	router_dtypes(j, e);
 	e->permute_fusion = mj->permute_fusion;
 	e->chunk_sort = j->framework->moe_chunk_sort != 0;
+	e->permute_loop = e->permute_fusion && j->framework->te_permute_loop;
 	e->masked_select = !e->permute_fusion &&
 		j->framework->elementwise.masked_select_permute == 1;
 	/* the framework's side stream matters only with shared experts (moe.c
@@ -257,10 +258,17 @@ static void moe_dims(const struct job_spec *j, struct layer_dims *d)
 			 ep_row_bytes(mj->dispatcher, moe_row_width(d),
 				      e->dispatch_dt,
 				      0) : 0;
-	/* the aux loss's ops only with one (moe_router_load_balancing_type),
-	 * and only in training: inference computes no loss */
-	aux = j->framework->moe_lb_type != MOE_LB_NONE && !job_is_inference(j);
-	e->router_ops = (double)(j->framework->host.router_ops +
+	/* the aux loss's ops only with one (job_aux_loss: a load-balancing
+	 * type with a positive coefficient, in training) */
+	aux = job_aux_loss(j);
+	/* router_ops are RandomSTE's random logits, which Megatron-Core
+	 * draws only under moe_router_force_load_balancing (router.py
+	 * @ d98e8a64dd l. 861-863: apply_random_logits): a force-balanced
+	 * training job (routing balance forced, the random-logits gate) */
+	forced = !job_is_inference(j) &&
+		 j->moe.routing.balance == ROUTE_FORCED &&
+		 j->framework->balanced_gate == GATE_RANDOM;
+	e->router_ops = (double)((forced ? j->framework->host.router_ops : 0) +
 				 (aux ? j->framework->host.router_aux_ops : 0));
 	e->router_bwd_ops = aux ? (double)j->framework->host.router_bwd_ops : 0;
 	e->aux_group = aux_group(j, e);

@@ -339,6 +339,15 @@ int moe_dedups(const struct layer_dims *d);
 void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 		     const struct layer_dims *d);
 void moe_unfused_scatter(struct layer_op *op, const struct layer_dims *d);
+/* Transformer Engine < 2.6's permute kernels (d->moe.permute_loop): the
+ * chain of dependent loads each program of op walks (moe_permute.c). */
+enum permute_loop {
+	PLOOP_PERMUTE,		/* _permute_kernel: permute, unpermute_bwd */
+	PLOOP_UNPERMUTE,	/* _unpermute_kernel: unpermute, permute_bwd */
+	PLOOP_SORT		/* _sort_chunks_by_idxs_kernel (forward) */
+};
+void moe_permute_loop(struct layer_op *op, const struct layer_dims *d,
+		      enum permute_loop kind);
 /* The unfused unpermute's probability multiply (forward, before the
  * unpermute) or its backward (pass PASS_BWD, after unpermute_bwd). */
 void moe_unpermute_probs(struct layer_ops *o, enum layer_pass pass,

@@ -480,8 +480,9 @@ static int sort_fwd(struct layer_ops *o, const char *name,
 	op = lop_memop(o, name, pass, n, n, 0);
 	if (pass != PASS_BWD && d->moe.permute_fusion && !moe_dedups(d) &&
 	    !d->moe.allgather) {
-		op->k.launches = 2;
+		op->k.launches = d->moe.permute_loop ? 1 : 2;	/* TE < 2.6: one */
 		op->k.write_B += rows(d) * 4;
+		moe_permute_loop(op, d, PLOOP_SORT);
 	}
 	return 1;
 }
@@ -822,6 +823,7 @@ void moe_fwd(struct layer_ops *o, enum layer_pass pass,
 		op = lop_memop(o, "unpermute", pass, T * k * w * d->act_B +
 			       T * k * 4, T * w * d->act_B, 2 * T * k * w);
 		moe_unfused_scatter(op, d);
+		moe_permute_loop(op, d, PLOOP_UNPERMUTE);
 		o->saved_end = o->n;	/* its indices and probabilities */
 	}
 	latent_fwd(o, pass, d, 1);
@@ -938,9 +940,10 @@ void moe_bwd(struct layer_ops *o, unsigned mods, const struct layer_dims *d)
 	o->scope = SCOPE_MOE;
 	latent_bwd(o, d, 1);
 	if (!m->combine_reduces) {
-		lop_memop(o, "unpermute_bwd", PASS_BWD,
-			  T * h * d->act_B + T * k * 4, T * k * h * d->act_B,
-			  T * k * h);
+		moe_permute_loop(lop_memop(o, "unpermute_bwd", PASS_BWD,
+					   T * h * d->act_B + T * k * 4,
+					   T * k * h * d->act_B, T * k * h),
+				 d, PLOOP_PERMUTE);
 		moe_unpermute_probs(o, PASS_BWD, d);
 	}
 	a2a(o, "moe_combine_bwd", PASS_BWD, d, combine_B(d), EP_PASS_DISPATCH16);

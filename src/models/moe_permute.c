@@ -189,6 +189,62 @@ static void permute_probs_bwd(struct layer_ops *o, const struct layer_dims *d)
 		  6 + n, 0);
 }
 
+/* Transformer Engine 2.1-2.5's fused permute (the mask-map Triton
+ * kernels Megatron-Core's moe_permute_fusion runs; NVIDIA/
+ * TransformerEngine v2.2 transformer_engine/pytorch/triton/
+ * permutation.py, the same in v2.1-v2.5; replaced by PR #1927, dc97cc9e,
+ * first in v2.6) launches one program a token. _permute_kernel walks
+ * the token's hidden size in blocks of BLOCK_SIZE (autotuned over 64 ..
+ * 1024: the largest block has the fewest steps) and, for each block,
+ * every expert in turn: `for expert_idx in range(num_experts): dst_row =
+ * tl.load(row_id_map_ptr + expert_idx * num_tokens + pid); if dst_row !=
+ * -1: store`, a scalar load of the [E, T] int64 map (4 MB at E 256, T
+ * 2048: in L2; consecutive programs sit on different SMs, so L1 holds no
+ * neighbour's line) that the branch waits for: ceil(h / 1024) (E + 1)
+ * dependent L2 loads a program, the block's input load included.
+ * _unpermute_kernel (the unpermute, and the permute's backward) walks
+ * the same loop and, for each of the token's k experts, loads that row's
+ * block after its map entry: ceil(h / 1024) (E + k). The permute's
+ * backward without merging probabilities (the unpermute's backward) is
+ * _permute_kernel again. _sort_chunks_by_idxs_kernel (the chunk sort
+ * after the dispatch; its backward reuses the rows' map) runs one program
+ * a row, each walking the split sizes twice (`while cursor < num_splits:
+ * tl.load(split_sizes_ptr + cursor)`, then the sorted indices), 2 x
+ * splits loads of a 1-2 KB array every program on the SM reads: L1 hits;
+ * then one L2 load a block. The GPU's hit latencies price the chain
+ * (block.c chain_s). TE >= 2.6 (what the fused path above prices) loops
+ * over a token's k experts only. "up to a 10x unit speedup" at 256
+ * experts, top 8 (NVIDIA/Megatron-LM @ 1d9edcf8 docs/discussions/
+ * deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md,
+ * 2.1.1: "The length of the Permute kernel is clearly abnormal"). */
+#define TE_PERMUTE_BLOCK 1024.0
+
+void moe_permute_loop(struct layer_op *op, const struct layer_dims *d,
+		      enum permute_loop kind)
+{
+	const struct moe_dims *m = &d->moe;
+	double blocks = ceil(moe_row_width(d) / TE_PERMUTE_BLOCK);
+	double splits = m->ep * m->etp * m->local;
+
+	if (!m->permute_loop || moe_dedups(d) || m->allgather)
+		return;
+	switch (kind) {
+	case PLOOP_PERMUTE:
+		op->k.chain_grid = m->tokens;
+		op->k.chain_l2 = blocks * (m->experts + 1);
+		break;
+	case PLOOP_UNPERMUTE:
+		op->k.chain_grid = m->tokens;
+		op->k.chain_l2 = blocks * (m->experts + m->topk);
+		break;
+	case PLOOP_SORT:
+		op->k.chain_grid = m->rows;
+		op->k.chain_l1 = 2 * splits;
+		op->k.chain_l2 = blocks;
+		break;
+	}
+}
+
 /* Fused: TE's row_id_map, then one kernel gathering T_in k rows. Unfused:
  * the index build above, then tokens.index_select(0, sorted_indices),
  * one kernel reading each token (as the fused gather is costed) and the
@@ -202,9 +258,17 @@ void moe_permute_fwd(struct layer_ops *o, enum layer_pass pass,
 	if (moe_dedups(d) || m->allgather)
 		return;	/* tokens travel as they are; sorted on arrival */
 	if (m->permute_fusion) {
-		row_id_map(o, pass, d);
-		lop_memop(o, "permute", pass, T * h * d->act_B,
-			  T * k * h * m->elem_B, 0);
+		if (!m->permute_loop)
+			row_id_map(o, pass, d);
+		else	/* v2.2 make_row_id_map: two Triton passes over
+			 * the [E, T] int64 map (pass 1 reads the bool
+			 * routing map, writes 8 T E; pass 2 reads and
+			 * writes it) */
+			lop_eager(o, "permute_map", pass, 9 * T * m->experts,
+				  16 * T * m->experts, 0, 2, 0);
+		moe_permute_loop(lop_memop(o, "permute", pass, T * h * d->act_B,
+					   T * k * h * m->elem_B, 0),
+				 d, PLOOP_PERMUTE);
 		return;
 	}
 	if (m->masked_select)
@@ -387,12 +451,14 @@ void moe_permute_bwd(struct layer_ops *o, const struct layer_dims *d)
 {
 	const struct moe_dims *m = &d->moe;
 	double T = m->tokens, h = moe_row_width(d), k = m->topk;
+	struct layer_op *op;
 
 	if (moe_dedups(d) || m->allgather)
 		return;
-	moe_unfused_scatter(lop_memop(o, "permute_bwd", PASS_BWD,
-				    T * k * h * d->act_B, T * h * d->act_B,
-				    T * k * h), d);
+	op = lop_memop(o, "permute_bwd", PASS_BWD, T * k * h * d->act_B,
+		       T * h * d->act_B, T * k * h);
+	moe_unfused_scatter(op, d);
+	moe_permute_loop(op, d, PLOOP_UNPERMUTE);
 	if (m->masked_select)
 		masked_select_bwd(o, d);
 	else if (!m->permute_fusion)

@@ -11,6 +11,8 @@
 
 #include "fixture.h"
 #include "moe_case.h"
+#include "models/block.h"
+#include "models/layer_impl.h"
 #include "models/layer.h"
 #include "models/route.h"
 
@@ -363,4 +365,120 @@ Test(moe, eager_glu_multiplies_the_probabilities_apart)
 	moe_case_bwd(&m);
 	cr_assert_null(fixture_op(&m.o, "expert_probs_mul_bwd"));
 	moe_case_release(&m);
+}
+
+/*
+ * Transformer Engine 2.1-2.5's permute kernels (framework
+ * te_permute_expert_loop; moe_permute.c moe_permute_loop). fixture_moe:
+ * T = 4096 tokens, E = 8, k = 2, h = 1024, ep 2 (4 local experts, R =
+ * T k = 8192 rows on the pace GPU). One 1024-element block (h / 1024).
+ * permute (_permute_kernel): T programs, 1 x (E + 1) = 9 L2 loads each;
+ * unpermute (_unpermute_kernel): 1 x (E + k) = 10. The v2.2 row map is
+ * two kernels over the [E, T] int64 map: read 9 T E = 294912 B, write
+ * 16 T E = 524288 B. expert_sort (_sort_chunks_by_idxs_kernel, one
+ * kernel): R programs, 2 x splits = 2 x (ep 2 x etp 1 x 4 local) = 16 L1
+ * loads and 1 L2 load (the row's block). Backward: unpermute_bwd is
+ * _permute_kernel (9), permute_bwd _unpermute_kernel (10), the sort's
+ * backward reuses its map (no chain). Without the key no op has a chain.
+ */
+Test(moe, te_permute_expert_loop_chains)
+{
+	struct moe_case m;
+	struct ep_comm_spec e;
+	const struct layer_op *c;
+
+	moe_case_ep(&m, &e, "test-alltoall", 2);
+	m.f.job.moe.permute_fusion = 1;
+	m.f.fw.te_permute_loop = 1;
+	moe_case_fwd(&m);
+	cr_assert_eq(m.d.moe.permute_loop, 1);
+	c = fixture_op(&m.o, "permute_map");
+	cr_assert_not_null(c);
+	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+	cr_assert_float_eq(c->k.read_B, 294912, 1e-9);
+	cr_assert_float_eq(c->k.write_B, 524288, 1e-9);
+	cr_assert_float_eq(c->k.strided_B, 0, 1e-12);
+	c = fixture_op(&m.o, "permute");
+	cr_assert_float_eq(c->k.chain_grid, 4096, 1e-9);
+	cr_assert_float_eq(c->k.chain_l2, 9, 1e-12);
+	cr_assert_float_eq(c->k.chain_l1, 0, 1e-12);
+	c = fixture_op(&m.o, "unpermute");
+	cr_assert_float_eq(c->k.chain_grid, 4096, 1e-9);
+	cr_assert_float_eq(c->k.chain_l2, 10, 1e-12);
+	c = fixture_op(&m.o, "expert_sort");
+	cr_assert_float_eq(c->k.launches, 1, 1e-12);
+	cr_assert_float_eq(c->k.chain_grid, 8192, 1e-9);
+	cr_assert_float_eq(c->k.chain_l1, 16, 1e-12);
+	cr_assert_float_eq(c->k.chain_l2, 1, 1e-12);
+	moe_case_bwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "unpermute_bwd")->k.chain_l2, 9,
+			   1e-12);
+	cr_assert_float_eq(fixture_op(&m.o, "permute_bwd")->k.chain_l2, 10,
+			   1e-12);
+	cr_assert_float_eq(fixture_op(&m.o, "expert_sort_bwd")->k.chain_grid,
+			   0, 1e-12);
+	m.f.fw.te_permute_loop = 0;
+	moe_case_fwd(&m);
+	cr_assert_eq(m.d.moe.permute_loop, 0);
+	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.chain_grid, 0, 1e-12);
+	cr_assert_float_eq(fixture_op(&m.o, "unpermute")->k.chain_grid, 0,
+			   1e-12);
+	cr_assert_float_eq(fixture_op(&m.o, "permute_map")->k.launches, 3,
+			   1e-12);
+	/* the unfused permute runs no TE kernel: the key changes nothing */
+	m.f.job.moe.permute_fusion = 0;
+	m.f.fw.te_permute_loop = 1;
+	moe_case_fwd(&m);
+	cr_assert_eq(m.d.moe.permute_loop, 0);
+	cr_assert_float_eq(fixture_op(&m.o, "permute")->k.chain_grid, 0, 1e-12);
+	moe_case_release(&m);
+}
+
+static double chain_op_time(const struct layer_ops *o,
+			    const struct gpu_spec *g)
+{
+	static struct block b;
+	struct block_dtypes dt = { DTYPE_BF16, DTYPE_BF16, 1, 0, 0 };
+
+	cr_assert_eq(block_cost(&b, o, g, &dt, NULL), 0);
+	cr_assert_eq(b.n, 1);
+	return b.op[0].time_s;
+}
+
+/*
+ * block.c chain_s: 128-thread programs, 2048 threads an SM: 16 an SM, on
+ * 132 SMs 2112 side by side. DeepSeek-V3's permute at T 4096: 4096
+ * programs = 2 waves, each program ceil(7168 / 1024) (256 + 1) = 1799 L2
+ * loads of 291 cycles at 1.98 GHz: 2 x 1799 x 291 / 1.98e9 = 528.79 us,
+ * far above the op's 1-byte stream (launch only). A chunk sort of 16384
+ * rows = 8 waves, 512 L1 loads of 40 cycles and 7 L2 loads each: 8 x
+ * (20480 + 2037) / 1.98e9 = 90.978 us. A GPU without the latencies
+ * leaves the op its stream time.
+ */
+Test(moe, latency_chain_prices_waves_of_dependent_loads)
+{
+	struct fixture f;
+	struct layer_ops o;
+	struct layer_op *op;
+	double plain, t;
+
+	fixture_gpt(&f, 1, 1024, 16, 128, 2048, 1, 8, 1, 1, 1);
+	f.gpu.compute_units = 132;
+	f.gpu.max_clock_hz = 1.98e9;
+	memset(&o, 0, sizeof(o));
+	op = lop_memop(&o, "permute", PASS_FWD, 1, 0, 0);
+	plain = chain_op_time(&o, &f.gpu);
+	op->k.chain_grid = 4096;
+	op->k.chain_l2 = 1799;
+	cr_assert_float_eq(chain_op_time(&o, &f.gpu), plain, 1e-15);
+	f.gpu.l1_hit_cycles = 40;
+	f.gpu.l2_hit_cycles = 291;
+	t = chain_op_time(&o, &f.gpu);
+	cr_assert_float_eq(t, 2 * 1799 * 291 / 1.98e9, 1e-12, "%g s", t);
+	op->k.chain_grid = 16384;
+	op->k.chain_l1 = 512;
+	op->k.chain_l2 = 7;
+	t = chain_op_time(&o, &f.gpu);
+	cr_assert_float_eq(t, 8 * (512 * 40 + 7 * 291) / 1.98e9, 1e-12,
+			   "%g s", t);
 }

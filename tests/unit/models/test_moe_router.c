@@ -110,7 +110,10 @@ Test(moe, aux_loss_backward_after_the_topk_backward)
 	m.f.fw.moe_lb_type = MOE_LB_NONE;	/* no aux loss: no kernels */
 	moe_case_fwd_bwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
-	m.f.fw.moe_lb_type = MOE_LB_AUX;
+	m.f.fw.moe_lb_type = MOE_LB_AUX;	/* Megatron's default coeff 0: */
+	moe_case_fwd_bwd(&m);			/* no aux loss either */
+	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));
+	m.f.fw.moe_aux_loss_coeff = 1e-3;
 	moe_case_fwd(&m);
 	cr_assert_null(fixture_op(&m.o, "router_aux_bwd"));	/* bwd only */
 	moe_case_bwd(&m);
@@ -205,11 +208,17 @@ Test(moe, router_weight_gradient_is_added_by_the_ddp_hook)
  * token_count reduces E int64 counts, here E = 8: 8 x 8 = 64 B, a
  * blocking all-reduce on the compute stream right after the router's aux
  * ops, forward only (its backward is the loss's, not a collective).
- * With host router_ops 2 and router_aux_ops 6 (the Megatron presets'):
+ * With host router_ops 2 and router_aux_ops 6 (the Megatron presets'),
+ * force-balanced (routing balance forced, the random-logits gate: RandomSTE
+ * runs) and a positive moe_aux_loss_coeff:
  *   aux_loss, seq_aux_loss: router_aux has 2 + 6 = 8 launches; counts
  *     over tp x cp (LG_TPCP), none when that group is one GPU;
  *   global_aux_loss: 8 launches; over tp x cp x dp (LG_STAGE);
- *   none: router_aux has 2 launches (RandomSTE's), no all-reduce.
+ *   none: router_aux has 2 launches (RandomSTE's), no all-reduce;
+ *   aux_loss with coefficient 0 (Megatron-Core's default,
+ *     is_aux_loss_enabled): as none;
+ *   a learned router (balance random, no RandomSTE) with no aux loss: no
+ *     router_aux op at all; with one: 6 launches.
  */
 Test(moe, load_balancing_type_sets_aux_ops_and_count_group)
 {
@@ -221,6 +230,9 @@ Test(moe, load_balancing_type_sets_aux_ops_and_count_group)
 	m.f.fw.host.router_ops = 2;
 	m.f.fw.host.router_aux_ops = 6;
 	m.f.fw.moe_lb_type = MOE_LB_AUX;
+	m.f.fw.moe_aux_loss_coeff = 1e-3;
+	m.f.fw.balanced_gate = GATE_RANDOM;
+	m.f.job.moe.routing.balance = ROUTE_FORCED;
 	m.f.job.parallelism.tp = 1;
 	m.f.job.parallelism.cp = 1;
 	m.f.job.parallelism.dp = 4;
@@ -268,5 +280,23 @@ Test(moe, load_balancing_type_sets_aux_ops_and_count_group)
 	c = fixture_op(&m.o, "router_aux");
 	cr_assert_not_null(c);
 	cr_assert_float_eq(c->k.launches, 2, 1e-12);
+
+	/* aux_loss with Megatron-Core's default coefficient 0: as none */
+	m.f.fw.moe_lb_type = MOE_LB_AUX;
+	m.f.fw.moe_aux_loss_coeff = 0;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux_reduce"));
+	cr_assert_float_eq(fixture_op(&m.o, "router_aux")->k.launches, 2,
+			   1e-12);
+
+	/* a learned router: no RandomSTE */
+	m.f.job.moe.routing.balance = ROUTE_RANDOM;
+	moe_case_fwd(&m);
+	cr_assert_null(fixture_op(&m.o, "router_aux"));
+	m.f.fw.moe_aux_loss_coeff = 1e-3;
+	moe_case_fwd(&m);
+	cr_assert_float_eq(fixture_op(&m.o, "router_aux")->k.launches, 6,
+			   1e-12);
+	cr_assert_not_null(fixture_op(&m.o, "router_aux_reduce"));
 	moe_case_release(&m);
 }
