@@ -48,7 +48,7 @@ static void run_oss(const char *const *extra, size_t n, struct infer_result *r)
 Test(infer, vllm_kv_budget_leaves_context_and_graphs_out)
 {
 	const char *total[] = { "serving.engine.memory_rule=total",
-				"serving.engine.graph_pool=0" };
+				"serving.engine.graph_pool=0 GiB" };
 	struct infer_result snap, all;
 
 	run_oss(NULL, 0, &snap);
