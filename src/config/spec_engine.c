@@ -11,7 +11,7 @@
 const char *const engine_scheduler_names[] = {"vllm", "sglang", "trtllm",
 					      "vllm-v0", NULL};
 const char *const engine_memory_rule_names[] = {"total", "static", "free",
-						NULL};
+						"snapshot", NULL};
 const char *const engine_graphs_names[] = {"none", "piecewise", "full", NULL};
 const char *const engine_capacity_names[] = {"guaranteed_no_evict",
 					     "max_utilization", NULL};
@@ -145,14 +145,27 @@ static const struct schema_field engine_fields[] = {
 	  .values = engine_memory_rule_names, .flags = SF_REQUIRED,
 	  .help = "total: fraction x memory holds weights, activations, KV "
 		  "(vLLM); static: weights and KV (SGLang); free: KV is the "
-		  "fraction of what weights and activations leave (TensorRT-LLM)" },
+		  "fraction of what weights and activations leave (TensorRT-LLM); "
+		  "snapshot: as total, of the memory after the runtime context, "
+		  "the graph pool outside (vLLM V1 determine_available_memory)" },
 	{ .key = "workspace", .type = ST_BYTES, .offset = OFF(workspace_B),
 	  .max = 1e13, .flags = SF_REQUIRED,
 	  .help = "memory per GPU outside weights, KV and activations (graph "
 		  "pool, library workspaces, communication buffers)" },
+	{ .key = "graph_pool", .type = ST_BYTES, .offset = OFF(graph_pool_B),
+	  .max = 1e13,
+	  .help = "part of the workspace captured after the KV cache is sized "
+		  "(CUDA graphs), outside memory_rule snapshot's budget" },
 	{ .key = "prefix_caching", .type = ST_BOOL,
 	  .offset = OFF(prefix_caching), .flags = SF_REQUIRED,
 	  .help = "cached prompt prefixes are reused (serving.prefix_cache_hit_rate applies)" },
+	{ .key = "window_kv_groups", .type = ST_BOOL,
+	  .offset = OFF(window_kv_groups), .def = "false",
+	  .help = "a model with full and sliding-window attention layers pages "
+		  "its KV cache in groups of layers, a sliding-window group "
+		  "holding only the pages its window still reads (vLLM V1's "
+		  "hybrid KV cache manager); false: every attention layer "
+		  "holds a sequence's whole length" },
 	{ .key = "cuda_graphs", .type = ST_ENUM, .offset = OFF(cuda_graphs),
 	  .values = engine_graphs_names, .flags = SF_REQUIRED,
 	  .help = "kernels launched from a captured graph: none, piecewise "
@@ -711,6 +724,22 @@ static int engine_check(void *obj, const struct schema_at *at, struct diag *d)
 			    "(AMD's paged attention); set one of the two",
 			    (long long)e->decode_partition,
 			    engine_decode_kernel_names[e->decode_kernel]);
+		return -1;
+	}
+	if (e->graph_pool_B > e->workspace_B) {
+		const struct cnode *gn = cnode_get(node, "graph_pool");
+
+		cnode_error(d, gn ? gn : node, "'graph_pool' (%.4g GB) is part "
+			    "of 'workspace' (%.4g GB) and cannot exceed it",
+			    e->graph_pool_B / 1e9, e->workspace_B / 1e9);
+		return -1;
+	}
+	if (e->graph_pool_B > 0 && e->memory_rule != ENGINE_MEM_SNAPSHOT) {
+		const struct cnode *gn = cnode_get(node, "graph_pool");
+
+		cnode_error(d, gn ? gn : node, "'graph_pool' is read only by "
+			    "memory_rule snapshot, but the rule is %s: drop the "
+			    "key", engine_memory_rule_names[e->memory_rule]);
 		return -1;
 	}
 	if (e->cuda_graphs != ENGINE_GRAPHS_NONE && e->cuda_graph_max < 1) {

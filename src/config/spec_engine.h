@@ -42,6 +42,12 @@ enum engine_memory_rule {
 	ENGINE_MEM_FREE,	/* KV = fraction x (total - weights -
 				 * activations) (TensorRT-LLM
 				 * kv_cache_free_gpu_mem_fraction) */
+	ENGINE_MEM_SNAPSHOT,	/* fraction x total = weights + activations +
+				 * KV + the rest outside torch that grows after
+				 * the worker's first memory snapshot: the CUDA
+				 * context (before it) and the graph pool
+				 * (captured after the KV cache) outside (vLLM
+				 * V1 gpu_worker.py) */
 	ENGINE_MEM_COUNT
 };
 
@@ -287,7 +293,13 @@ struct engine_spec {
 	int memory_rule;			/* enum engine_memory_rule */
 	double workspace_B;			/* B per GPU outside weights, KV and activations
 						 * (graph pool, library workspaces, runtime) */
+	double graph_pool_B;			/* B of the workspace captured after the
+						 * KV cache is sized (memory_rule snapshot) */
 	int prefix_caching;			/* reuses cached prompt prefixes */
+	int window_kv_groups;			/* full and sliding-window attention
+						 * layers paged in groups, a window
+						 * group holding the window's pages
+						 * only (infer_mem.c) */
 	int cuda_graphs;			/* enum engine_graphs */
 	int64_t cuda_graph_max;			/* largest captured step: sequences (full) or
 						 * tokens (piecewise) */

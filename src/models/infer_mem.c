@@ -29,6 +29,21 @@
  *   total  (vLLM)     KV = f C - (C - C_u) - M - A - X
  *   static (SGLang)   KV = f C - (C - C_u) - M       (A + X from the rest)
  *   free   (TRT-LLM)  KV = f (C_u - M - A - X)
+ *   snapshot (vLLM V1) KV = f C - M - A - (X - G)
+ *
+ * snapshot is vLLM V1's Worker.determine_available_memory (read at
+ * ROCm/vllm 0909_rc3 @ 6663000a, upstream 0.10.1: v1/worker/gpu_worker.py
+ * :174-177 init_device takes MemorySnapshot() once the device is set, so
+ * the CUDA context is in it, and requested_memory = total x
+ * gpu_memory_utilization; :240-258 KV = requested_memory -
+ * non_kv_cache_memory, which utils/__init__.py:2773 sums as weights +
+ * the profile run's torch peak + the non-torch growth since that
+ * snapshot; :314 capture_model runs after the KV cache is allocated).
+ * So C - C_u stays outside, and so does G, the workspace's graph pool
+ * (engine key graph_pool). vLLM PR #30515 (2026) added an estimate of
+ * the graphs to the profile (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
+ * off by default; on by default from v0.21.0 by its log line, skipped on
+ * ROCm before PR #48526): such a version's preset sets graph_pool 0.
  *
  * The logits term is the sizing run's: vLLM's sampler run takes S_max
  * rows (engine estimate_logits: max_seqs). TensorRT-LLM's KV estimation
@@ -100,6 +115,31 @@
  * cache manager: one page a state per group of linear layers, the page
  * size of the attention layers raised to the state's; the same bytes),
  * so sequences = pages / (ceil(seq / block_size) + state_pages).
+ *
+ * Sliding-window layers paged apart (engine window_kv_groups: vLLM V1's
+ * hybrid KV cache manager; ROCm/vllm @ f8c9a385, upstream of 2025-08-28,
+ * vllm/v1/core/kv_cache_utils.py _get_kv_cache_config_uniform_page_size
+ * and single_type_kv_cache_manager.py SlidingWindowManager): the
+ * attention layers of each type (full, one sliding window W) are split
+ * into groups of G = the fewest layers of a type (padded), G_f + G_w
+ * groups in all; the pool has pages of block_size tokens of G layers,
+ * pages = KV / (block_size G L_tok) (L_tok the bytes of a token in one
+ * layer), and each group keeps its own block table in it. A full group
+ * holds ceil(n / block_size) pages of a sequence of n tokens; a window
+ * group frees, each time the request is scheduled, the pages wholly
+ * before token n - W + 1 (remove_skipped_blocks), so a decoding
+ * sequence holds at most ceil((W + block_size - 1) / block_size) of
+ * them (W 128, block 16: 9). A sequence takes G_f ceil(n / b) + G_w
+ * min(ceil(n / b), that) pages (infer_mem_seq_pages, the capacity this
+ * reports); a step's new tokens take their pages in every group first,
+ * the window's left-behind ones freed when the sequence is next
+ * scheduled (the serving simulation, serve_impl.h kv_pages_at). vLLM turns grouping
+ * off (every layer then holds the whole length) for a model with
+ * chunked local attention (Llama 4, config.py VllmConfig.__post_init__
+ * "latency regression"), with a KV connector or KV events, and off
+ * CUDA / ROCm; llmsim groups only one pipeline rank without a draft or
+ * recurrent states (the rows that run it), windows of different sizes
+ * taken as one of the largest [?].
  *
  * Speculative decoding's draft (infer_mem_draft_of) sits with the LM head
  * on the last rank: its weights M_d and its layers' KV of a token K_d.
@@ -339,9 +379,57 @@ static double kv_by_rule(const struct engine_spec *e, double cap,
 		return f * cap - (cap - usable) - weights;
 	case ENGINE_MEM_FREE:
 		return f * (usable - weights - act - work);
+	case ENGINE_MEM_SNAPSHOT:	/* context and graph pool outside */
+		return f * cap - weights - act - (work - e->graph_pool_B);
 	default:
 		return f * cap - (cap - usable) - weights - act - work;
 	}
+}
+
+double infer_mem_seq_pages(const struct infer_mem *m, double block,
+			   double tokens)
+{
+	double p = ceil(tokens / block);
+
+	return m->full_groups * p + m->window_groups * fmin(p, m->window_pages) +
+	       (tokens > 0 ? m->state_pages : 0);
+}
+
+/* Layer groups of the job's attention layers under window_kv_groups
+ * (the module header): 0 when they do not group (one type only of full
+ * layers, a chunked local layer, a linear or Mamba-2 mixer), else G with
+ * the groups and window pages in out. */
+static double window_groups(const struct job_spec *j, double block,
+			    struct infer_mem *out)
+{
+	double nf = 0, nw = 0, w = 0, g;
+	int64_t i, n = j->model->num_hidden_layers;
+
+	/* DeepSeek Sparse Attention's layers read top-k keys of the whole
+	 * cache (model_layer_window gives their compute a window): full */
+	if (j->model->hybrid_override_pattern || model_is_dsa(j->model))
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct infer_kind k;
+
+		infer_kind_of(j, i, &k);
+		if (k.linear || k.chunk > 0)
+			return 0;
+		if (k.window > 0) {
+			nw++;
+			w = fmax(w, k.window);
+		} else {
+			nf++;
+		}
+	}
+	if (!(nw > 0))
+		return 0;
+	g = nf > 0 ? fmin(nf, nw) : nw;
+	out->full_groups = ceil(nf / g);
+	out->window_groups = ceil(nw / g);
+	out->window_pages = ceil((w + block - 1) / block);
+	out->window_tokens = w;
+	return g;
 }
 
 void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
@@ -413,12 +501,27 @@ void infer_mem_job(const struct job_spec *j, const struct engine_spec *e,
 	out->kv_pages = isfinite(best) ?
 			floor(best / (double)e->block_size) : 0;
 	out->kv_tokens = out->kv_pages * (double)e->block_size;
+	out->full_groups = 1;
+	if (e->window_kv_groups && pp == 1 && !draft && !(out->state_seq_B > 0) &&
+	    out->state_pages == 0 && out->kv_token_B > 0) {
+		double b = (double)e->block_size;
+		double gl = window_groups(j, b, out);
+
+		if (gl > 0) {	/* pages of gl layers; vLLM's logged tokens */
+			out->kv_pages = floor(fmax(out->kv_cache_B, 0) /
+					      (b * gl * per_layer));
+			out->kv_tokens = floor(out->kv_pages /
+					       (out->full_groups +
+						out->window_groups)) * b;
+		}
+	}
 	/* whole pages a sequence: ceil(seq / block) of them (vLLM's
-	 * allocate_slots, TensorRT-LLM's tokens_per_block); the tokens over
-	 * the length, floor(tokens / seq), counted the pages' slack too */
+	 * allocate_slots, TensorRT-LLM's tokens_per_block) in each group; the
+	 * tokens over the length, floor(tokens / seq), counted the pages'
+	 * slack too */
 	out->kv_sequences = seq_tokens > 0 ?
-		floor(out->kv_pages / (ceil(seq_tokens / (double)e->block_size) +
-				       out->state_pages)) : 0;
+		floor(out->kv_pages / infer_mem_seq_pages(out,
+				(double)e->block_size, seq_tokens)) : 0;
 	out->peak_B = out->weights_B + out->activations_B + out->workspace_B +
 		      fmax(out->kv_cache_B, 0);
 	out->fits = out->kv_pages >= 1 && out->peak_B <= usable;

@@ -41,7 +41,22 @@ struct infer_mem {
 	double state_seq_B;	/* B, the recurrent state one sequence keeps on
 				 * that GPU (a hybrid's Mamba-2 layers:
 				 * infer_mamba_state_layer_B each); 0: none */
+	/* Pages by layer group (engine window_kv_groups; infer_mem.c): a
+	 * page is block_size tokens of one group's layers; a sequence of n
+	 * tokens holds full_groups x ceil(n / block) pages plus
+	 * window_groups x min(ceil(n / block), window_pages). Without
+	 * grouping: one group of every layer, full_groups 1. */
+	double full_groups;
+	double window_groups;
+	double window_pages;	/* pages a sliding-window group holds at most */
+	double window_tokens;	/* the sliding window, tokens (0: none) */
 };
+
+/* Pages of block tokens a sequence of `tokens` tokens holds in m's pool:
+ * its groups' pages and, when it has any token, its recurrent states'
+ * state_pages. */
+double infer_mem_seq_pages(const struct infer_mem *m, double block,
+			   double tokens);
 
 /* A speculative draft's memory on each GPU of the instance (its last
  * pipeline rank): weights, parameters and KV bytes of one token. */

@@ -448,6 +448,16 @@ double infer_moe_params(const struct infer_dims *d)
 
 /* The projections' weights as the shared experts' class (both are the
  * layer's dense linears beside the experts, quantized alike [?]). */
+/* x up to a multiple of m (0: x). */
+static double pad_to(double x, double m)
+{
+	return m > 0 ? ceil(x / m) * m : x;
+}
+
+/* The experts are held at the size their GEMMs run (pad: Marlin's
+ * MXFP4 experts are created padded, Mxfp4MoEMethod.create_weights,
+ * infer_moe_precision): a GPU's w13 and w2 take pad_to(h) x pad_to(f)
+ * elements each of the mats(d). */
 double infer_moe_weight_B(const struct infer_dims *d)
 {
 	const struct infer_moe *e = &d->moe;
@@ -455,8 +465,8 @@ double infer_moe_weight_B(const struct infer_dims *d)
 	return d->hidden * e->experts * d->act_B +
 	       (mats(d) * d->hidden * e->shared_ffn / d->tp +
 		latent_params(d)) * infer_class_weight_B(d, QX_SHARED) +
-	       e->local * mats(d) * row_width(d) * e->ffn / e->etp *
-	       e->weight_B;
+	       e->local * mats(d) * pad_to(row_width(d), e->pad[1]) *
+	       pad_to(e->ffn / e->etp, e->pad[0]) * e->weight_B;
 }
 
 /* A latent MoE's projection of the T tokens a GPU holds, down (h -> l,
@@ -542,11 +552,6 @@ static struct infer_op *ep_row(struct infer_op *op, double row_B, int kind)
 }
 
 /* x rounded up to a multiple of m (m 0: x). */
-static double pad_to(double x, double m)
-{
-	return m > 0 ? ceil(x / m) * m : x;
-}
-
 /* A grouped GEMM of the experts with rows. */
 static void grouped(struct infer_ops *o, const char *name,
 		    const struct infer_route *r, double n, double k)

@@ -257,9 +257,9 @@ int infer_run(const struct job_spec *j, FILE *trace, struct infer_result *out,
 	/* the step's own sequences need their KV pages (the instance's
 	 * pools: adp ranks of kv_pages each); a batch of 10M sequences or a
 	 * context of 100M tokens was reported as fitting */
-	if (out->mem.fits && out->batch * ceil(seq_tokens /
-	    (double)x.eng->block_size) > out->mem.kv_pages *
-	    (double)(x.adp > 0 ? x.adp : 1))
+	if (out->mem.fits && out->batch * (infer_mem_seq_pages(&out->mem,
+	    (double)x.eng->block_size, seq_tokens) - out->mem.state_pages) >
+	    out->mem.kv_pages * (double)(x.adp > 0 ? x.adp : 1))
 		out->mem.fits = 0;
 	rc = 0;
 out:

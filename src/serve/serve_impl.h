@@ -45,6 +45,12 @@ struct serve_req {
 	int64_t pages;		/* KV pages held */
 	int64_t reserved;	/* tokens reserved by admission (trtllm) */
 	int64_t preempted;	/* times preempted or retracted */
+	int64_t kept;		/* waiting after a preemption: the tokens
+				 * whose pages its instance's prefix cache
+				 * still holds (serve_inst keep_preempted),
+				 * 0 otherwise */
+	int64_t kept_pages;	/* ... those pages, free but not yet
+				 * evicted */
 	int64_t in_step;	/* tag of the step it is in (0: none) */
 	int64_t step_q;		/* tokens it computes in that step */
 	int step_prefill;	/* that step is a prompt chunk */
@@ -101,10 +107,26 @@ struct serve_inst {
 					 * states take (Gated DeltaNet layers,
 					 * a hybrid's Mamba-2 layers;
 					 * infer_mem.h); 0: none */
+	int64_t full_groups;		/* layer groups whose pages follow a
+					 * sequence's whole length (1 without
+					 * window_kv_groups; infer_mem.h) */
+	int64_t window_groups;		/* sliding-window groups (0: none),
+					 * each freeing a sequence's pages
+					 * wholly before its last
+					 * window_tokens tokens when the
+					 * sequence is next scheduled */
+	int64_t window_tokens;
 	int64_t max_seqs, max_tokens;	/* the instance's (all its ranks') */
 	int64_t adp;			/* attention-DP ranks, each with
 					 * max_tokens / adp of the budget */
 	int chunked;
+	int keep_preempted;		/* vLLM V1 with prefix caching: a
+					 * preempted request's pages stay
+					 * cached until evicted (serve_queue.c
+					 * preempt, kv_reclaim) */
+	int64_t cached_free;		/* free pages still holding a waiting
+					 * request's kept prefix */
+	struct serve_req *reqs;		/* the simulation's requests (s->req) */
 	struct req_queue waiting;
 	/* TensorRT-LLM attention DP with per-rank admission (engine
 	 * adp_admission: rank; serve_trtllm.c): NULL otherwise */
@@ -244,11 +266,28 @@ int64_t serve_schedule(struct serve *s, struct serve_inst *in, double now,
 void serve_step_done(struct serve *s, struct serve_inst *in, int64_t tag,
 		     double now);
 
-/* KV pages for tokens (the pool's pieces below: serve_queue.c). */
+/* KV pages a sequence holds for `tokens` tokens when it has computed
+ * `computed` of them (the pool's pieces below: serve_queue.c): every
+ * group's pages of the tokens, less a sliding-window group's pages its
+ * window no longer reads. */
+static inline int64_t kv_pages_at(const struct serve_inst *in,
+				  int64_t computed, int64_t tokens)
+{
+	int64_t p = (tokens + in->block - 1) / in->block;
+	/* a window group's pages wholly before token computed - W + 1 are
+	 * freed (vLLM SlidingWindowManager.remove_skipped_blocks, called
+	 * with the computed tokens before the step's slots are allocated) */
+	int64_t first = computed - in->window_tokens + 1;
+	int64_t skip = in->window_groups > 0 && first > 0 ? first / in->block : 0;
+
+	return in->full_groups * p + in->window_groups * (p - skip) +
+	       (tokens > 0 ? in->state_pages : 0);
+}
+
+/* KV pages a sequence of `tokens` tokens takes from scratch. */
 static inline int64_t kv_pages_for(const struct serve_inst *in, int64_t tokens)
 {
-	return (tokens + in->block - 1) / in->block +
-	       (tokens > 0 ? in->state_pages : 0);
+	return kv_pages_at(in, 0, tokens);
 }
 
 /* Pages in use changed at now: accumulate the occupancy integral. */
@@ -270,10 +309,13 @@ static inline int serve_req_decoding(const struct serve_req *r)
 }
 
 /* First admission of waiting request r: the prefix cache's tokens count
- * as computed. The tokens it starts from. */
+ * as computed, and after a preemption the tokens its kept pages still
+ * hold (serve_queue.c preempt). The tokens it starts from. */
 static inline int64_t serve_req_start(const struct serve_req *r)
 {
-	return r->computed > r->cached ? r->computed : r->cached;
+	int64_t t = r->computed > r->cached ? r->computed : r->cached;
+
+	return t > r->kept ? t : r->kept;
 }
 
 /* Draft tokens a decode step verifies (0 without speculation). */

@@ -114,12 +114,73 @@ void serve_kv_account(struct serve_inst *in, double now)
 		in->peak_frac = used / (double)in->pages;
 }
 
+/* Tokens of a kept prefix that `pages` pages still hold: the most whole
+ * pages t with kv_pages_at(t, t) <= pages (nondecreasing in t). */
+static int64_t kept_tokens(const struct serve_inst *in, int64_t pages,
+			   int64_t tokens)
+{
+	int64_t lo = 0, hi = tokens / in->block, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi + 1) / 2;
+		if (kv_pages_at(in, mid * in->block, mid * in->block) <= pages)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo * in->block;
+}
+
+/* r takes `need` free pages (keep_preempted): its own kept pages first,
+ * then the pages no waiting request keeps, then it evicts kept pages,
+ * the longest-waiting preempted request's first (vLLM V1's free block
+ * queue hands out its head, and a preempted request's blocks were
+ * appended to its tail, block_pool.py free_blocks / get_new_blocks),
+ * each request's last pages first (single_type_kv_cache_manager.py
+ * free: "Free blocks in reverse order so that the tail blocks are freed
+ * first"); what is left of a request's prefix is its tokens before the
+ * first evicted page. */
+static void kv_reclaim(struct serve_inst *in, struct serve_req *r,
+		       int64_t need)
+{
+	int64_t own = r->kept_pages, loose, evict, i;
+
+	if (in->cached_free <= 0)
+		return;
+	in->cached_free -= own;
+	r->kept_pages = 0;
+	loose = in->free_pages - own - in->cached_free;
+	evict = need - own - loose;
+	for (i = in->waiting.n - 1; i >= 0 && evict > 0; i--) {
+		struct serve_req *q = &in->reqs[rq_at(&in->waiting, i)];
+		int64_t take;
+
+		if (q == r || q->kept_pages <= 0)
+			continue;
+		take = q->kept_pages < evict ? q->kept_pages : evict;
+		q->kept_pages -= take;
+		in->cached_free -= take;
+		evict -= take;
+		q->kept = kept_tokens(in, q->kept_pages, q->kept);
+	}
+}
+
 /* Pages for r to hold `tokens`; 0 when the pool cannot give them. */
 int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 		   double now)
 {
-	int64_t need = kv_pages_for(in, tokens) - r->pages;
+	int64_t need = kv_pages_at(in, r->computed, tokens) - r->pages;
 
+	if (need < 0 && in->window_groups > 0) {
+		/* pages its window left behind go back to the pool */
+		serve_kv_account(in, now);
+		in->free_pages -= need;
+		r->pages += need;
+		if (in->adp_used && r->adp_rank >= 0)
+			in->adp_used[r->adp_rank] += need;
+		serve_kv_account(in, now);
+		return 1;
+	}
 	if (need <= 0)
 		return 1;
 	if (need > in->free_pages)
@@ -128,6 +189,8 @@ int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 	    in->adp_used[r->adp_rank] + need > in->rank_pages)
 		return 0;
 	serve_kv_account(in, now);
+	if (in->keep_preempted)
+		kv_reclaim(in, r, need);
 	in->free_pages -= need;
 	r->pages += need;
 	if (in->adp_used && r->adp_rank >= 0)
@@ -218,12 +281,29 @@ int serve_pend_add(struct serve_inst *in, int64_t id, int front)
 
 /* Drop r's progress and put it back at the front of the waiting queue
  * (per-rank admission: of its rank's fetched requests, where
- * TensorRT-LLM keeps a paused request). */
+ * TensorRT-LLM keeps a paused request). vLLM V1 with prefix caching
+ * (keep_preempted) frees its blocks with their hashes: they stay in the
+ * free queue, cached, until another request's allocation evicts them
+ * (block_pool.py free_blocks), and its readmission finds its own whole
+ * pages again, at most all its tokens but one (scheduler.py schedule:
+ * preempted_req.num_computed_tokens = 0, then get_computed_blocks,
+ * kv_cache_manager.py max_cache_hit_length = num_tokens - 1): r keeps
+ * its computed tokens' whole pages (kv_reclaim evicts them). */
 static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 		    double now)
 {
 	struct serve_req *r = &s->req[id];
+	int64_t keep = 0, keep_pages = 0;
 
+	if (in->keep_preempted && !r->tail) {
+		int64_t most = r->input + r->generated - 1;
+
+		keep = (r->computed < most ? r->computed : most) /
+		       in->block * in->block;
+		keep_pages = kv_pages_at(in, keep, keep);
+		if (keep_pages > r->pages)
+			keep = kept_tokens(in, keep_pages = r->pages, keep);
+	}
 	serve_kv_free(in, r, now);
 	serve_running_remove(in, id);
 	/* a multi-step tail lives inside a window, whose pages were
@@ -235,6 +315,9 @@ static void preempt(struct serve *s, struct serve_inst *in, int64_t id,
 	}
 	r->prompt = r->input + r->generated;
 	r->computed = 0;
+	r->kept = keep;
+	r->kept_pages = keep_pages;
+	in->cached_free += keep_pages;
 	r->in_step = 0;
 	r->state = REQ_WAITING;
 	r->preempted++;
@@ -303,6 +386,7 @@ int serve_admit(struct serve *s, struct serve_inst *in, int64_t id)
 	rq_pop_front(&in->waiting);
 	r->state = REQ_RUNNING;
 	r->computed = serve_req_start(r);
+	r->kept = 0;	/* its kept pages are its own again (kv_reclaim) */
 	if (serve_running_add(in, id) != 0) {
 		s->failed = 1;
 		return -1;

@@ -150,6 +150,25 @@ static int context_fit(const struct serve *s)
 	return 0;
 }
 
+/* The pages the longest request needs at its peak: every page of its
+ * tokens, but a sliding-window group's only those of its window and the
+ * largest step's new tokens (vLLM's check_enough_kv_cache_memory,
+ * SlidingWindowSpec.max_memory_usage_bytes: cdiv(min(W - 1 +
+ * max_num_batched_tokens, max_model_len), block_size) + 1 pages). */
+static int64_t longest_pages(const struct serve_inst *in, int64_t longest)
+{
+	int64_t all = kv_pages_for(in, longest), w, p;
+
+	if (in->window_groups <= 0)
+		return all;
+	w = in->window_tokens - 1 + in->max_tokens;
+	w = w < longest ? w : longest;
+	p = (longest + in->block - 1) / in->block;
+	return in->full_groups * p +
+	       in->window_groups * ((w + in->block - 1) / in->block + 1) +
+	       in->state_pages;
+}
+
 /* Size instance in from its step model's context and memory; check that
  * it can hold the longest request. -2 after reporting bad input. */
 static int size_inst(struct serve *s, struct serve_inst *in,
@@ -168,6 +187,9 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->pp = x->pp > 0 ? x->pp : 1;
 	in->block = x->eng->block_size;
 	in->state_pages = (int64_t)mem->state_pages;
+	in->full_groups = (int64_t)mem->full_groups;
+	in->window_groups = (int64_t)mem->window_groups;
+	in->window_tokens = (int64_t)mem->window_tokens;
 	/* attention DP: adp engine ranks, each with its pool and budgets,
 	 * scheduled here as one (requests spread evenly over them) */
 	in->pages = in->free_pages = (int64_t)mem->kv_pages * x->adp;
@@ -176,6 +198,9 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	in->adp = x->adp > 0 ? x->adp : 1;
 	in->chunked = x->chunked;
 	in->chunked_req = -1;
+	in->reqs = s->req;
+	in->keep_preempted = x->eng->scheduler == ENGINE_SCHED_VLLM &&
+			     x->eng->prefix_caching && in->adp == 1;
 	if (x->eng->scheduler == ENGINE_SCHED_SGLANG && in->adp > 1) {
 		in->adp_chunked = mem_alloc((size_t)in->adp *
 					    sizeof(*in->adp_chunked));
@@ -269,12 +294,12 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 		serving_error(s->job, s->d, msg);
 		return -2;
 	}
-	if ((int64_t)mem->kv_pages < kv_pages_for(in, longest)) {
+	if ((int64_t)mem->kv_pages < longest_pages(in, longest)) {
 		snprintf(msg, sizeof(msg), "the KV cache of an instance holds "
 			 "%lld tokens (%.3g GB per GPU, %.0f B a token), fewer "
 			 "than one sequence of %lld tokens (%s): use more GPUs, "
 			 "a smaller kv_dtype or %s",
-			 (long long)((int64_t)mem->kv_pages * in->block),
+			 (long long)mem->kv_tokens,
 			 fmax(mem->kv_cache_B, 0) / 1e9, mem->kv_token_B,
 			 (long long)longest, why,
 			 strcmp(why, "serving.max_model_len") == 0 ?
@@ -515,8 +540,7 @@ int serve_setup(struct serve *s, struct serve_result *out)
 			if (p == npools - 1) {
 				double adp = (double)s->steppers[p].ctx.adp;
 
-				out->kv_tokens = (double)(s->inst[i].pages *
-							  s->inst[i].block);
+				out->kv_tokens = mem->kv_tokens * adp;
 				out->kv_sequences = mem->kv_sequences * adp;
 			}
 		}

@@ -52,6 +52,7 @@ void serve_fixture_adp_open(struct arena *a, struct serve *s,
 	in->role = ROLE_BOTH;
 	in->pages = in->free_pages = 1000;
 	in->block = 16;
+	in->full_groups = 1;	/* every layer one group (serve_impl.h kv_pages_at) */
 	in->max_seqs = 8;
 	in->max_tokens = 2 * 2048;
 	in->adp = 2;

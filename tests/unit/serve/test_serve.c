@@ -103,6 +103,7 @@ static void inst_init(struct serve_inst *in)
 	in->role = ROLE_BOTH;
 	in->pages = in->free_pages = 10;
 	in->block = 16;
+	in->full_groups = 1;	/* every layer one group (serve_impl.h kv_pages_at) */
 	in->max_seqs = 8;
 	in->max_tokens = 2048;
 	in->chunked = 1;

@@ -47,6 +47,7 @@ static void pfx_open(struct pfx *f, const char **sets, int nsets,
 	f->in.role = ROLE_BOTH;
 	f->in.pages = f->in.free_pages = pages;
 	f->in.block = 16;
+	f->in.full_groups = 1;	/* every layer one group (serve_impl.h kv_pages_at) */
 	f->in.max_seqs = 8;
 	f->in.max_tokens = 2048;
 	f->in.chunked_req = -1;
