@@ -63,8 +63,10 @@ bad "request past max_model_len" "exceeds 'serving.max_model_len' of 1000 tokens
 bad "no mixer layer" "has no attention, Gated DeltaNet or Mamba layer (hybrid_override_pattern '-E-E" \
 	"$job" --set model=nemotron-3-nano-30b-a3b \
 	--set model.hybrid_override_pattern=-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E-E
+# (under memory_rule total, 1376 tokens at 0.24: see below)
 bad "KV below max_model_len" "fewer than one sequence of 8192 tokens (serving.max_model_len): use more GPUs, a smaller kv_dtype or a lower serving.max_model_len" \
 	"$job" --set serving.requests=20 --set serving.engine.memory_fraction=0.24 \
+	--set serving.engine.memory_rule=total --set serving.engine.graph_pool=0B \
 	--set serving.max_model_len=8192
 check "max_model_len within" "$llmsim" run "$job" --no-store \
 	--set serving.requests=20 --set serving.max_model_len=4096
@@ -77,23 +79,29 @@ check "max_model_len within" "$llmsim" run "$job" --no-store \
 # holds 1376 tokens (86 pages of 16): a 1300 + 76 request needs 1382
 # (1379 without the lookahead, 1376 without the drafts); 1300 + 73 needs
 # 1379 (main counted 1376 and ran it: its last steps could need pages the
-# pool never has); 1300 + 70 needs 1376 and runs.
+# pool never has); 1300 + 70 needs 1376 and runs. These three run under
+# memory_rule total (graph_pool 0 B: the pool the arithmetic above was
+# derived on); vLLM's own snapshot rule leaves the CUDA context and graph
+# pool outside the budget, a pool of 17264 tokens at 0.24.
 bad "KV below one sequence + drafts" \
 	"fewer than one sequence of 1382 tokens (the longest prompt + output + the speculative draft tokens + vLLM's as many lookahead slots)" \
 	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.engine.memory_rule=total --set serving.engine.graph_pool=0B \
 	--set serving.input_len=1300 --set serving.output_len=76
 bad "KV below one sequence + vLLM lookahead" \
 	"fewer than one sequence of 1379 tokens" \
 	"$job" --set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.engine.memory_rule=total --set serving.engine.graph_pool=0B \
 	--set serving.input_len=1300 --set serving.output_len=73
 check "KV holds one sequence + drafts + lookahead" "$llmsim" run "$job" --no-store \
 	--set serving.requests=2 --set serving.engine.memory_fraction=0.24 \
 	--set serving.speculative.method=eagle --set serving.speculative.tokens=3 \
 	--set serving.speculative.acceptance_rate=0.6 \
+	--set serving.engine.memory_rule=total --set serving.engine.graph_pool=0B \
 	--set serving.input_len=1300 --set serving.output_len=70
 # (that job's system: one H100; the summary said "1 GPUs")
 head -1 "$tmp/out" | grep -q ' (1 GPU, h100), engine ' ||
@@ -295,11 +303,14 @@ bad "KV smaller than one sequence" \
 	"$job" --set model.max_position_embeddings=1000000 \
 	--set serving.input_len=600000
 # Weights, activations and workspace within the GPU (79.1 + 1.6 + 1.1 =
-# 81.8 of 84.4 GB usable) but past vLLM's share (0.9 x 85.5 GB less
-# the 1.1 GB the GPU keeps back): no KV cache at all, said so (it read
-# "the KV cache of an instance holds 0 tokens (0 GB per GPU ...)").
+# 81.8 of 84.4 GB usable) but past vLLM's share, 0.9 x 85.5 = 76.95 GB:
+# under vLLM's snapshot rule the 1.07 GB workspace is all graph pool,
+# captured after the KV cache is sized, so the budget counts 0 GB of it,
+# and 79.1 + 1.59 - 76.95 = 3.75 GB over (the total rule read 5.9 GB: the
+# context's 1.1 GB and the pool counted): no KV cache at all, said so (it
+# read "the KV cache of an instance holds 0 tokens (0 GB per GPU ...)").
 bad "no KV cache in the engine's share" \
-	"leave no KV cache: they exceed the engine's share of the GPU (memory_fraction 0.90 of 85.5 GB) by 5.9 GB" \
+	"activations (1.59 GB) and workspace (0 GB) leave no KV cache: they exceed the engine's share of the GPU (memory_fraction 0.90 of 85.5 GB) by 3.75 GB" \
 	workloads/jobs/serve-llama3-70b-h100.yaml --set model=grok1-314b \
 	--set serving.requests=20
 # The same short step run alone: DOES NOT FIT, its KV cache 0 B, not a
@@ -354,18 +365,20 @@ bad "uniform min above max at the --set" \
 # Step jobs: a sequence past the context is refused at the key (a decode
 # of 100M cached tokens a sequence ran, "fits"); a batch whose KV pages
 # the pool cannot hold does not fit (10M sequences were "fits"): Llama 3
-# 70B fp8 decode on 8 H100s holds 196,843 pages of 16, a sequence of
-# 2048 + 1 tokens takes 129: 1525 sequences, --require-fit exits 5 at 1526.
+# 70B fp8 decode on 8 H100s holds 3,254,352 tokens = 203,397 pages of 16
+# under vLLM's snapshot rule (196,843 under the total rule, which counted
+# the CUDA context and graph pool), a sequence of 2048 + 1 tokens takes
+# 129: floor(203,397 / 129) = 1576 sequences, --require-fit exits 5 at 1577.
 bad "decode context past the model's" \
 	"--set:1:21: error: a sequence of this step holds 8193 tokens (serving.context_len 8192 + 1 decoded)" \
 	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --set serving.context_len=8192
 "$llmsim" run workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
-	--set serving.batch=1526 >"$tmp/out" 2>&1
+	--set serving.batch=1577 >"$tmp/out" 2>&1
 [ $? = 5 ] || { echo "FAIL: decode batch over the KV pool fits"; fail=1; }
 check "decode batch within the KV pool" "$llmsim" run \
 	workloads/jobs/decode-llama3-70b-h100-fp8.yaml --no-store --require-fit \
-	--set serving.batch=1525
-has "decode batch within the KV pool" "1525 sequences of this length"
+	--set serving.batch=1576
+has "decode batch within the KV pool" "1576 sequences of this length"
 bad "trace row over the context" \
 	"ctx.csv:3:4: error: a request of 8190 prompt + 3 output tokens exceeds the model's context of 8192 tokens" \
 	"$tmp/ctx.yaml"

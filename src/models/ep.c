@@ -34,7 +34,7 @@
  * give DeepEP's and Transformer Engine's 1x128 cast, b = 128, s = 4 B
  * fp32: fp8_scale_block, fp8_scale_size), MX formats with their E8M0
  * scale per 32 (dtype_bytes), plus the path's extra bytes: DeepEP's top-k
- * indices and weights (bytes_per_token_extra), or Hybrid-EP's dense fp32
+ * indices and weights (bytes_per_topk each), or Hybrid-EP's dense fp32
  * probability vector over every expert of the destination's NVLink
  * domain, 4 B x E / p x min(m, p) (probs_per_domain_expert; its dispatch
  * kernel's S2G warps store (NUM_OF_EXPERTS_PER_RANK x

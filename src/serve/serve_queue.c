@@ -169,7 +169,11 @@ static void kv_reclaim(struct serve_inst *in, struct serve_req *r,
 int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 		   double now)
 {
-	int64_t need = kv_pages_at(in, r->computed, tokens) - r->pages;
+	/* a waiting request's window starts from the tokens it is admitted
+	 * with (prefix-cache hits, kept pages): vLLM skips the window's
+	 * earlier blocks with num_computed_tokens counting them; for a
+	 * running request serve_req_start is its computed tokens */
+	int64_t need = kv_pages_at(in, serve_req_start(r), tokens) - r->pages;
 
 	if (need < 0 && in->window_groups > 0) {
 		/* pages its window left behind go back to the pool */

@@ -234,15 +234,21 @@ static int size_inst(struct serve *s, struct serve_inst *in,
 	 * (memory_fraction of the capacity, infer_mem.c kv_by_rule): no
 	 * KV cache at all. It used to read "the KV cache of an instance
 	 * holds 0 tokens (0 GB per GPU ...)" (grok1-314b bf16 on 8 H100s
-	 * under vLLM: 81.8 of 84.4 GB used, 5.9 GB over vLLM's 0.9). */
+	 * under vLLM: 81.8 of 84.4 GB used, 5.9 GB over vLLM's 0.9). The
+	 * workspace named is the part the budget counts: under memory_rule
+	 * snapshot the graph pool is captured after the KV cache is sized
+	 * (infer_mem.c kv_by_rule), so it is not part of the excess. */
 	if (mem->kv_cache_B < 0) {
+		double counted_B = mem->workspace_B -
+			(x->eng->memory_rule == ENGINE_MEM_SNAPSHOT ?
+			 x->eng->graph_pool_B : 0);
 		snprintf(msg, sizeof(msg), "the weights (%.3g GB per GPU), "
 			 "activations (%.3g GB) and workspace (%.3g GB) leave "
 			 "no KV cache: they exceed the engine's share of the "
 			 "GPU (memory_fraction %.2f of %.3g GB) by %.3g GB: use "
 			 "more GPUs (tp/pp) or a smaller dtype",
 			 mem->weights_B / 1e9, mem->activations_B / 1e9,
-			 mem->workspace_B / 1e9, x->eng->memory_fraction,
+			 counted_B / 1e9, x->eng->memory_fraction,
 			 x->job->system->gpu->hbm.capacity_B / 1e9,
 			 -mem->kv_cache_B / 1e9);
 		serving_error(s->job, s->d, msg);
