@@ -42,6 +42,19 @@ static void first_layers(const int64_t *split, int64_t stages, int64_t *first)
 	}
 }
 
+/* The first layer of virtual stage vs: first[vs] when the table is built,
+ * else the running sum *n of the layers before vs, *at the stages summed
+ * so far (a rank's stages come in increasing vs). */
+static int64_t stage_first(const int64_t *split, const int64_t *first,
+			   int64_t vs, int64_t *at, int64_t *n)
+{
+	if (first)
+		return first[vs];
+	while (*at < vs)
+		*n += split[(*at)++];
+	return *n;
+}
+
 /* What footprint_layer_params and footprint_kind_act_B read of a
  * layer's kind: moe, linear and block alone (layer_count.c
  * layer_kind_params; the window, chunk and NoPE flag shape attention's
@@ -146,13 +159,7 @@ static void rank_params_split(const struct job_spec *j,
 
 	for (c = 0; c < p->vpp; c++) {
 		vs = c * p->pp + rank;
-		if (first) {
-			f = first[vs];
-		} else {	/* running sum of the layers before vs */
-			while (at < vs)
-				n += split[at++];
-			f = n;
-		}
+		f = stage_first(split, first, vs, &at, &n);
 		range_params(uniform, f, split[vs], km, &a, &b);
 		dn += a;
 		ex += b;
@@ -348,13 +355,7 @@ static void rank_chunks_act(const struct job_spec *j,
 
 	for (c = 0; c < p->vpp; c++) {
 		vs = c * p->pp + rank;
-		if (first) {
-			f = first[vs];
-		} else {	/* running sum of the layers before vs */
-			while (at < vs)
-				n += split[at++];
-			f = n;
-		}
+		f = stage_first(split, first, vs, &at, &n);
 		w[c] = stage_act_B(j, d, split, f, uniform, vs, km, kinds);
 	}
 }

@@ -175,25 +175,16 @@ int serve_kv_grow(struct serve_inst *in, struct serve_req *r, int64_t tokens,
 	 * running request serve_req_start is its computed tokens */
 	int64_t need = kv_pages_at(in, serve_req_start(r), tokens) - r->pages;
 
-	if (need < 0 && in->window_groups > 0) {
-		/* pages its window left behind go back to the pool */
-		serve_kv_account(in, now);
-		in->free_pages -= need;
-		r->pages += need;
-		if (in->adp_used && r->adp_rank >= 0)
-			in->adp_used[r->adp_rank] += need;
-		serve_kv_account(in, now);
-		return 1;
-	}
-	if (need <= 0)
+	/* need < 0: pages its window left behind go back to the pool */
+	if (need == 0 || (need < 0 && in->window_groups == 0))
 		return 1;
 	if (need > in->free_pages)
 		return 0;
-	if (in->adp_used && r->adp_rank >= 0 &&	/* its rank's own pool */
+	if (need > 0 && in->adp_used && r->adp_rank >= 0 &&
 	    in->adp_used[r->adp_rank] + need > in->rank_pages)
-		return 0;
+		return 0;	/* its rank's own pool */
 	serve_kv_account(in, now);
-	if (in->keep_preempted)
+	if (need > 0 && in->keep_preempted)
 		kv_reclaim(in, r, need);
 	in->free_pages -= need;
 	r->pages += need;
