@@ -426,3 +426,18 @@ void fixture_infer_moe_release(struct fixture_infer_moe *c)
 	arena_release(&c->ra);
 	arena_release(&c->a);
 }
+
+void fixture_infer_run(const char *path, const char *const *base, size_t nb,
+		       const char *const *extra, size_t ne,
+		       struct infer_result *r)
+{
+	struct arena a;
+	struct job_spec *j;
+	struct diag d;
+
+	arena_init(&a);
+	diag_init(&d, stderr);
+	j = fixture_load_job2(&a, path, base, nb, extra, ne);
+	cr_assert_eq(infer_run(j, NULL, r, &d), 0);
+	arena_release(&a);
+}

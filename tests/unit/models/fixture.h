@@ -140,6 +140,13 @@ struct job_spec *fixture_load_job2(struct arena *a, const char *path,
 				   const char *const *base, size_t nb,
 				   const char *const *extra, size_t ne);
 
+/* Run the inference step of the job at path with base then extra (as
+ * fixture_load_job2) into *r, asserting it runs. */
+struct infer_result;
+void fixture_infer_run(const char *path, const char *const *base, size_t nb,
+		       const char *const *extra, size_t ne,
+		       struct infer_result *r);
+
 /* One MoE layer's inference ops under test: the job loaded from path
  * with n overrides, its dimensions and batch, the routing of a step of
  * `tokens` tokens (its arrays in ra) and the layer's ops. */

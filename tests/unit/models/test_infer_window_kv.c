@@ -26,16 +26,9 @@ static void run_oss(const char *const *extra, size_t n, struct infer_result *r)
 {
 	const char *base[] = { "phase=decode", "serving.batch=1",
 			       "serving.context_len=4000" };
-	struct arena a;
-	struct job_spec *j;
-	struct diag d;
 
-	arena_init(&a);
-	diag_init(&d, stderr);
-	j = fixture_load_job2(&a, OSS, base, sizeof(base) / sizeof(base[0]),
-			      extra, n);
-	cr_assert_eq(infer_run(j, NULL, r, &d), 0);
-	arena_release(&a);
+	fixture_infer_run(OSS, base, sizeof(base) / sizeof(base[0]), extra, n,
+			  r);
 }
 
 Test(infer, vllm_pages_sliding_window_layers_apart)
